@@ -1,0 +1,104 @@
+#pragma once
+/// @file architecture.h
+/// The shape of a decoder-only transformer, as far as memory is concerned: enough to list every
+/// weight tensor (parameters.h) and to size the KV cache (kvcache.h). Filled from a model
+/// profile, a Hugging Face config.json or GGUF metadata (importers).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// Normalisation layers: RMSNorm has a weight vector; LayerNorm a weight and a bias.
+enum class NormKind { RmsNorm, LayerNorm };
+
+/// Feed-forward block: gated (gate, up, down: llama, mistral, qwen2, gemma, phi3, deepseek) or
+/// plain (up and down with an activation between them: gpt2, opt, falcon).
+enum class MlpKind { Gated, Plain };
+
+/// Mixture of experts (Mixtral, DeepSeek-V2). All experts stay resident; only top-k compute.
+/// Source of the names: HF config keys num_local_experts / n_routed_experts,
+/// num_experts_per_tok, n_shared_experts, moe_intermediate_size, first_k_dense_replace.
+struct MoeConfig {
+    std::uint32_t expertCount = 0;       ///< routed experts per MoE layer; 0 = dense model
+    std::uint32_t expertsPerToken = 0;   ///< top-k routed experts computed per token
+    std::uint32_t sharedExperts = 0;     ///< always-on experts (DeepSeek), each expertFfnSize wide
+    std::uint64_t expertFfnSize = 0;     ///< intermediate size of one expert
+    std::uint32_t denseFirstLayers = 0;  ///< leading layers with a dense MLP (first_k_dense_replace)
+
+    bool enabled() const { return expertCount > 0; }
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 §2.1): the cache holds one
+/// compressed latent of kvLoraRank plus a shared RoPE key of qkRopeHeadDim per token and layer.
+struct MlaConfig {
+    std::uint32_t kvLoraRank = 0;     ///< latent width d_c; 0 = no MLA
+    std::uint32_t qkRopeHeadDim = 0;  ///< decoupled RoPE key dim d_h^R
+    std::uint32_t qkNopeHeadDim = 0;  ///< per-head non-RoPE query/key dim
+    std::uint32_t vHeadDim = 0;       ///< per-head value dim
+    std::uint32_t qLoraRank = 0;      ///< query compression rank; 0 = queries projected directly
+
+    bool enabled() const { return kvLoraRank > 0; }
+};
+
+/// Sliding-window attention: some layers attend only to the last windowTokens tokens, so their
+/// cache holds about min(context, window + micro-batch) cells (BRIEF §1.1).
+struct SlidingWindowConfig {
+    std::uint64_t windowTokens = 0;  ///< 0 = no sliding window
+    /// One flag per layer (true = sliding). Empty with windowTokens > 0 means every layer slides
+    /// (Mistral-7B-v0.1); gemma-2 alternates (sliding_window_pattern / layer_types).
+    std::vector<bool> slidingLayers;
+
+    bool enabled() const { return windowTokens > 0; }
+    /// Whether layer @p i slides.
+    bool isSliding(std::uint32_t i) const
+    {
+        if (!enabled())
+            return false;
+        return slidingLayers.empty() || (i < slidingLayers.size() && slidingLayers[i]);
+    }
+};
+
+/// A decoder-only transformer. Dimensions are element counts; no bytes here.
+struct Architecture {
+    std::string family;                   ///< "llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "deepseek2", "falcon", "gpt2", "opt", ...
+    std::uint32_t layers = 0;             ///< transformer blocks (num_hidden_layers, n_layer, block_count)
+    std::uint64_t hiddenSize = 0;         ///< residual width (hidden_size, n_embd, embedding_length)
+    std::uint32_t attentionHeads = 0;     ///< query heads H
+    std::uint32_t kvHeads = 0;            ///< KV heads H_kv (H = MHA, 1 = MQA, between = GQA)
+    std::vector<std::uint32_t> kvHeadsPerLayer; ///< per-layer H_kv when it varies; empty = kvHeads everywhere
+    std::uint32_t headDim = 0;            ///< key/query head dim d_k (explicit head_dim, else hidden/heads)
+    std::uint32_t valueHeadDim = 0;       ///< value head dim d_v; 0 = same as headDim
+    std::uint64_t intermediateSize = 0;   ///< dense MLP width (intermediate_size, ffn_dim, 4*hidden for gpt2)
+    std::uint64_t vocabSize = 0;          ///< rows of the token embedding
+    bool tiedEmbeddings = false;          ///< lm_head shares the token embedding
+    bool qkvBias = false;                 ///< q/k/v projections have biases (qwen2, gpt2, opt)
+    bool outputProjBias = false;          ///< attention output projection has a bias (gpt2, opt)
+    bool mlpBias = false;                 ///< MLP projections have biases (gpt2, opt)
+    bool fusedQkvBias = false;            ///< only the fused q/k/v has a bias vector (unused for now)
+    NormKind norm = NormKind::RmsNorm;
+    MlpKind mlp = MlpKind::Gated;
+    std::uint32_t normsPerLayer = 2;      ///< 2 (pre-attention, pre-MLP); 1 for falcon-7b's parallel block; 4 for gemma-2
+    std::uint64_t positionEmbeddingRows = 0; ///< learned absolute positions (gpt2: n_positions; opt: max+2); 0 = RoPE/ALiBi
+    std::uint64_t contextLength = 0;      ///< trained context (max_position_embeddings, n_positions, context_length)
+    MoeConfig moe;
+    MlaConfig mla;
+    SlidingWindowConfig sliding;
+
+    /// H_kv of layer @p i.
+    std::uint32_t kvHeadsOf(std::uint32_t i) const
+    {
+        return i < kvHeadsPerLayer.size() ? kvHeadsPerLayer[i] : kvHeads;
+    }
+    /// d_v.
+    std::uint32_t valueDim() const { return valueHeadDim != 0 ? valueHeadDim : headDim; }
+};
+
+/// Checks an architecture for the bounds every formula relies on: layers in 1..10,000, hidden
+/// size in 1..2^20, heads in 1..2^14, H divisible by H_kv, head dims in 1..2^14, vocab up to 2^24,
+/// per-layer lists of length `layers`. Returns an empty string when valid, else the problem
+/// ("kv_heads 3 does not divide attention_heads 32").
+std::string validateArchitecture(const Architecture& arch);
+
+} // namespace headroom

@@ -1,0 +1,78 @@
+#pragma once
+/// @file parameters.h
+/// Every weight tensor of an architecture, with its shape and role, so that parameters are
+/// counted per tensor and each tensor is priced by its format (weightformat.h).
+///
+/// Tensor names follow Hugging Face transformers' modules (modeling_llama.py, modeling_mixtral.py,
+/// modeling_deepseek.py, modeling_falcon.py, modeling_gpt2.py, modeling_opt.py); the counts match
+/// the safetensors indexes in shared/fixtures (tests/core/tst_parameters.cpp).
+
+#include "headroom/core/architecture.h"
+#include "headroom/core/units.h"
+#include "headroom/core/weightformat.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// What a tensor does; decides how formats treat it and how parallelism splits it.
+enum class TensorRole {
+    TokenEmbedding,     ///< [vocab, hidden]; split by vocab under tensor parallelism
+    PositionEmbedding,  ///< learned absolute positions [positions, hidden]; replicated
+    Output,             ///< lm_head [vocab, hidden] (absent when tied)
+    AttentionMatrix,    ///< q/k/v/o and MLA projections
+    MlpMatrix,          ///< dense MLP projections
+    ExpertMatrix,       ///< routed and shared expert projections
+    Router,             ///< MoE gate [experts, hidden]; kept unquantized, replicated
+    Norm,               ///< norm weights and biases [n]; replicated
+    Bias,               ///< projection biases [n]
+};
+
+/// One tensor (or `copies` identical tensors, for experts).
+struct TensorSpec {
+    std::string name;            ///< HF-style name, "model.layers.{i}.self_attn.q_proj.weight" with i filled in
+    TensorRole role = TensorRole::Norm;
+    std::uint64_t rows = 1;      ///< output features (1 for vectors)
+    std::uint64_t cols = 1;      ///< input features / vector length
+    std::uint32_t copies = 1;    ///< identical tensors folded into one entry (routed experts)
+    std::int32_t layer = -1;     ///< transformer block index; -1 outside the blocks
+
+    /// rows * cols * copies.
+    std::uint64_t elements() const;
+    /// True for 2-D weight matrices that quantization formats compress.
+    bool isMatrix() const;
+};
+
+/// Every weight tensor of @p arch in file order (embeddings, blocks, final norm, lm_head).
+/// Non-parameter buffers (rotary inv_freq, causal masks) are not listed.
+std::vector<TensorSpec> listTensors(const Architecture& arch);
+
+/// Sum of the element counts of listTensors(arch). Throws OverflowError past 2^64.
+std::uint64_t parameterCount(const Architecture& arch);
+
+/// Bytes of one tensor in @p format: matrices through matrixBytes (unquantized small tensors,
+/// embeddings and routers through the format's rules), vectors through smallTensorBytes.
+Bytes tensorBytes(const TensorSpec& tensor, const WeightFormat& format);
+
+/// The weights bill: total bytes and a breakdown by role name ("attention", "mlp", "experts",
+/// "embeddings", "output", "norms") and by stored type ("q4_k", "fp16").
+struct WeightBill {
+    std::uint64_t parameters = 0;
+    Bytes totalBytes;
+    std::map<std::string, Bytes> bytesByRole;
+    std::map<std::string, Bytes> bytesByType;
+};
+
+/// Prices every tensor of @p arch in @p format.
+WeightBill priceWeights(const Architecture& arch, const WeightFormat& format);
+
+/// With only a nominal parameter count: ceil(parameters * nominalBitsPerWeight / 8).
+Bytes nominalWeightBytes(std::uint64_t parameters, const WeightFormat& format);
+
+/// Human name of a role for breakdowns ("attention").
+const char* roleName(TensorRole role);
+
+} // namespace headroom

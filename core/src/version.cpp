@@ -1,0 +1,7 @@
+#include "headroom/core/version.h"
+
+namespace headroom {
+
+const char* toolVersion() { return HEADROOM_VERSION; }
+
+} // namespace headroom
