@@ -76,7 +76,7 @@ struct Architecture {
     bool qkvBias = false;                 ///< q/k/v projections have biases (qwen2, gpt2, opt)
     bool outputProjBias = false;          ///< attention output projection has a bias (gpt2, opt)
     bool mlpBias = false;                 ///< MLP projections have biases (gpt2, opt)
-    bool fusedQkvBias = false;            ///< only the fused q/k/v has a bias vector (unused for now)
+    bool qkNorm = false;                  ///< per-head RMSNorm on queries and keys, [head_dim] each (qwen3)
     NormKind norm = NormKind::RmsNorm;
     MlpKind mlp = MlpKind::Gated;
     std::uint32_t normsPerLayer = 2;      ///< 2 (pre-attention, pre-MLP); 1 for falcon-7b's parallel block; 4 for gemma-2

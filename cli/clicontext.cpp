@@ -1,0 +1,38 @@
+#include "commands.h"
+
+#include <iostream>
+
+namespace headroom::cli {
+
+std::filesystem::path CliContext::profilesDir() const
+{
+    if (!profilesOverride.empty())
+        return profilesOverride;
+    return defaultProfilesDir(m_executable);
+}
+
+const ProfileSet* CliContext::profiles()
+{
+    if (m_profiles)
+        return &*m_profiles;
+    if (m_loadFailed)
+        return nullptr;
+    const std::filesystem::path user = userProfilesOverride.empty() ? defaultUserProfilesDir()
+                                                                     : std::filesystem::path(userProfilesOverride);
+    auto loaded = loadProfiles(profilesDir(), user);
+    if (!loaded) {
+        m_loadFailed = true;
+        fail("cannot load profiles: " + toString(loaded.error()));
+        return nullptr;
+    }
+    m_profiles = std::move(*loaded);
+    return &*m_profiles;
+}
+
+void CliContext::fail(const std::string& message)
+{
+    std::cerr << "headroom-cli: " << message << '\n';
+    exitCode = 1;
+}
+
+} // namespace headroom::cli

@@ -1,0 +1,45 @@
+#pragma once
+// The subcommands of headroom-cli. Each registers itself on the app; its callback runs the
+// command and stores the exit code in the context (0 success, 1 bad input or failure).
+
+#include "headroom/core/profiles.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace headroom::cli {
+
+/// State shared by the subcommands.
+class CliContext {
+public:
+    explicit CliContext(std::filesystem::path executable) : m_executable(std::move(executable)) {}
+
+    /// Built-in profiles overlaid by the user's, loaded on first use; nullptr after printing the
+    /// error to stderr (exit code 1).
+    const ProfileSet* profiles();
+    /// Folder of the built-in profiles (--profiles overrides).
+    std::filesystem::path profilesDir() const;
+
+    std::string profilesOverride;  ///< --profiles DIR
+    std::string userProfilesOverride; ///< --user-profiles DIR
+    int exitCode = 0;
+
+    /// Prints "headroom-cli: MESSAGE" to stderr and sets the exit code to 1.
+    void fail(const std::string& message);
+
+private:
+    std::filesystem::path m_executable;
+    std::optional<ProfileSet> m_profiles;
+    bool m_loadFailed = false;
+};
+
+void registerPlanCommand(CLI::App& app, CliContext& ctx);
+void registerTableCommand(CLI::App& app, CliContext& ctx);
+void registerFrontierCommand(CLI::App& app, CliContext& ctx);
+void registerListCommands(CLI::App& app, CliContext& ctx);
+void registerInspectCommand(CLI::App& app, CliContext& ctx);
+
+} // namespace headroom::cli

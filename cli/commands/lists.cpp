@@ -1,0 +1,120 @@
+// headroom-cli models | cards | formats | engines: list the profiles and built-in formats.
+
+#include "commands.h"
+#include "texttable.h"
+
+#include "headroom/core/enginepolicy.h"
+#include "headroom/core/kvcache.h"
+#include "headroom/core/parameters.h"
+#include "headroom/core/weightformat.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace headroom::cli {
+
+namespace {
+
+using Align = TextTable::Align;
+
+std::string fixed(double v, int digits)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+void listModels(CliContext& ctx)
+{
+    const ProfileSet* p = ctx.profiles();
+    if (!p)
+        return;
+    TextTable t;
+    t.addColumn("id");
+    t.addColumn("name");
+    t.addColumn("family");
+    t.addColumn("parameters", Align::Right);
+    t.addColumn("layers", Align::Right);
+    t.addColumn("heads/kv", Align::Right);
+    t.addColumn("kv B/token fp16", Align::Right);
+    t.addColumn("context", Align::Right);
+    const KvDtype fp16 = *findKvDtype("fp16");
+    for (const ModelProfile& m : p->models) {
+        if (!m.architecture) {
+            t.addRow({m.id, m.name});
+            continue;
+        }
+        const Architecture& a = *m.architecture;
+        t.addRow({m.id, m.name, a.family, formatCount(parameterCount(a)), std::to_string(a.layers),
+                  std::to_string(a.attentionHeads) + "/" + (a.mla.enabled() ? "MLA" : std::to_string(a.kvHeads)),
+                  formatThousands(kvLayout(a, fp16).bytesPerToken().value), formatThousands(a.contextLength)});
+    }
+    t.print(std::cout);
+}
+
+void listCards(CliContext& ctx)
+{
+    const ProfileSet* p = ctx.profiles();
+    if (!p)
+        return;
+    TextTable t;
+    t.addColumn("id");
+    t.addColumn("name");
+    t.addColumn("class");
+    t.addColumn("driver total", Align::Right);
+    t.addColumn("bytes", Align::Right);
+    t.addColumn("GB/s", Align::Right);
+    t.addColumn("fp16 TFLOP/s", Align::Right);
+    for (const Card& c : p->cards)
+        t.addRow({c.id, c.name, c.memoryClass, formatBytes(c.totalBytes), formatThousands(c.totalBytes.value),
+                  fixed(c.bandwidthGBps, 0), fixed(c.fp16Tflops, 1)});
+    t.print(std::cout);
+    std::cout << "\nAny size works as an anonymous card: --card 8GiB, --card 24GB.\n";
+}
+
+void listFormats()
+{
+    TextTable t;
+    t.addColumn("id");
+    t.addColumn("bpw", Align::Right);
+    t.addColumn("description");
+    for (const WeightFormat& f : builtinFormats())
+        t.addRow({f.id, fixed(f.bitsPerWeight(), 4), f.description});
+    t.print(std::cout);
+    std::cout << "\nAlso int4-gN and int8-gN for any power-of-two group N from 8 to 4096.\nKV dtypes:";
+    for (const KvDtype& d : builtinKvDtypes())
+        std::cout << ' ' << d.id;
+    std::cout << '\n';
+}
+
+void listEngines(CliContext& ctx)
+{
+    const ProfileSet* p = ctx.profiles();
+    if (!p)
+        return;
+    TextTable t;
+    t.addColumn("id");
+    t.addColumn("name");
+    t.addColumn("rule");
+    t.addColumn("fraction", Align::Right);
+    t.addColumn("reserve", Align::Right);
+    t.addColumn("block", Align::Right);
+    t.addColumn("source");
+    for (const EnginePolicy& e : p->engines)
+        t.addRow({e.id, e.name, engineKindName(e.kind), e.memoryFraction > 0 ? fixed(e.memoryFraction, 2) : "computed",
+                  formatBytes(e.fixedReserve), std::to_string(e.blockTokens), e.source});
+    t.addRow({"--reserve SIZE", "Flat reserve", "flat", "-", "SIZE", "1", "usable = card total - SIZE"});
+    t.print(std::cout);
+}
+
+} // namespace
+
+void registerListCommands(CLI::App& app, CliContext& ctx)
+{
+    app.add_subcommand("models", "List the model profiles")->callback([&ctx] { listModels(ctx); });
+    app.add_subcommand("cards", "List the card profiles")->callback([&ctx] { listCards(ctx); });
+    app.add_subcommand("formats", "List the weight formats and KV dtypes")->callback([] { listFormats(); });
+    app.add_subcommand("engines", "List the engine policies")->callback([&ctx] { listEngines(ctx); });
+}
+
+} // namespace headroom::cli

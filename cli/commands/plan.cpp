@@ -1,0 +1,212 @@
+// headroom-cli plan | table | frontier: the memory bill and capacity of a model on a card.
+
+#include "commands.h"
+#include "planoptions.h"
+#include "texttable.h"
+
+#include "headroom/core/enginerules.h"
+#include "headroom/core/planjson.h"
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+namespace headroom::cli {
+
+namespace {
+
+using Align = TextTable::Align;
+
+std::string yesNo(bool b) { return b ? "yes" : "no"; }
+
+std::string tokens(std::uint64_t n) { return formatThousands(n); }
+
+void printBill(const PlanResult& p, std::ostream& out)
+{
+    TextTable t;
+    t.addColumn("memory");
+    t.addColumn("bytes", Align::Right);
+    t.addColumn("size", Align::Right);
+    t.addColumn("how");
+    const auto row = [&](const std::string& name, Bytes b, const std::string& how) {
+        t.addRow({name, formatThousands(b.value), formatBytes(b), how});
+    };
+    row("card total", p.cardTotalBytes, "driver-reported total");
+    for (const OverheadItem& r : p.reserved)
+        row("- " + r.name, r.bytes, r.note);
+    row("= usable", p.usableBytes, "");
+    row("  weights", p.weightsBytes, p.formatId + (p.weightsExact ? " (exact, from the files)" : ""));
+    for (const OverheadItem& o : p.overheads)
+        row("  " + o.name, o.bytes, o.note);
+    row("  KV cache budget", p.kvBudgetBytes, formatThousands(p.kvBytesPerToken.value) + " B/token");
+    t.print(out, "  ");
+}
+
+void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
+{
+    out << "Model     " << r.model.id << (r.model.name.empty() || r.model.name == r.model.id ? "" : " (" + r.model.name + ")")
+        << ", " << formatCount(p.parameters) << " parameters (" << p.parametersSource << ")\n";
+    out << "Weights   " << p.formatId << ", " << formatBytes(p.weightsBytes)
+        << (p.tensorParallel * p.pipelineParallel > 1 ? " per device" : "") << '\n';
+    out << "KV cache  " << p.kvDtypeId << ", " << formatThousands(p.kvBytesPerToken.value) << " B/token (kv_bytes_per_token)";
+    if (p.kv.slidingLayers > 0)
+        out << ", " << p.kv.slidingLayers << " sliding layers capped at " << formatThousands(p.kv.windowTokens) << " tokens";
+    out << '\n';
+    out << "Card      " << p.cardId << (r.card.name.empty() || r.card.anonymous ? "" : " (" + r.card.name + ")") << ", "
+        << formatBytes(p.cardTotalBytes) << " total\n";
+    out << "Engine    " << r.engine.name << (p.tensorParallel > 1 ? ", TP " + std::to_string(p.tensorParallel) : "")
+        << (p.pipelineParallel > 1 ? ", PP " + std::to_string(p.pipelineParallel) : "") << "\n\n";
+    printBill(p, out);
+    out << '\n';
+    TextTable cap;
+    cap.addColumn("capacity");
+    cap.addColumn("value", Align::Right);
+    cap.addRow({"max resident tokens", tokens(p.maxResidentTokens)});
+    if (p.kvBlocks > 0 && p.paging.blockTokens > 1)
+        cap.addRow({"KV blocks of " + std::to_string(p.paging.blockTokens) + " tokens", tokens(p.kvBlocks)});
+    if (p.maxContext)
+        cap.addRow({"max context for " + tokens(p.users) + " users", tokens(*p.maxContext)});
+    if (p.maxUsers)
+        cap.addRow({"max users at " + tokens(p.contextTokens) + " tokens", tokens(*p.maxUsers)});
+    if (p.maxConcurrency)
+        cap.addRow({"vLLM maximum concurrency at " + tokens(p.contextTokens), formatConcurrency(*p.maxConcurrency)});
+    cap.addRow({"fits", yesNo(p.fits)});
+    cap.print(out, "  ");
+    out << "  " << p.reason << '\n';
+    for (const std::string& n : p.notes)
+        out << "  note: " << n << '\n';
+    for (const std::string& w : r.model.warnings)
+        out << "  warning: " << w << '\n';
+}
+
+// The cell of the what-fits matrix: max context at the chosen users, or why not.
+std::string cell(const PlanResult& p)
+{
+    if (!p.fits && p.maxResidentTokens == 0)
+        return "no: weights " + formatBytes(p.weightsBytes) + " > " + formatBytes(p.usableBytes);
+    if (p.maxContext)
+        return tokens(*p.maxContext) + (p.fits ? "" : " (no)");
+    return tokens(p.maxResidentTokens) + (p.fits ? "" : " (no)");
+}
+
+void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequest>& reqs, std::ostream& out)
+{
+    std::vector<std::string> cards;
+    for (const PlanResult& p : plans)
+        if (std::find(cards.begin(), cards.end(), p.cardId) == cards.end())
+            cards.push_back(p.cardId);
+    TextTable t;
+    t.addColumn("model");
+    t.addColumn("weights");
+    t.addColumn("weights size", Align::Right);
+    for (const std::string& c : cards)
+        t.addColumn(c, Align::Right);
+    for (std::size_t i = 0; i < plans.size(); i += cards.size()) {
+        std::vector<std::string> row{plans[i].modelId, plans[i].formatId, formatBytes(plans[i].weightsBytes)};
+        for (std::size_t k = 0; k < cards.size() && i + k < plans.size(); ++k)
+            row.push_back(cell(plans[i + k]));
+        t.addRow(row);
+    }
+    const PlanResult& first = plans.front();
+    out << "What fits: " << (first.maxContext ? "max context per user for " + tokens(first.users) + " users"
+                                              : std::string("max resident tokens (KV cache)"))
+        << ", " << first.kvDtypeId << " KV, " << reqs.front().engine.name << "\n\n";
+    t.print(out);
+    out << '\n';
+    for (const std::string& c : cards) {
+        for (const PlanRequest& r : reqs)
+            if (r.card.id == c) {
+                out << "  " << c << ": " << (r.card.anonymous ? "anonymous card" : r.card.name) << ", "
+                    << formatBytes(r.card.totalBytes) << " driver total\n";
+                break;
+            }
+    }
+}
+
+void printFrontier(const std::vector<PlanResult>& plans, std::ostream& out)
+{
+    for (const PlanResult& p : plans) {
+        out << p.modelId << " " << p.formatId << " on " << p.cardId << ": " << formatThousands(p.maxResidentTokens)
+            << " resident tokens\n";
+        TextTable t;
+        t.addColumn("users", Align::Right);
+        t.addColumn("max context", Align::Right);
+        t.addColumn("resident tokens", Align::Right);
+        for (const FrontierPoint& f : p.frontier)
+            t.addRow({tokens(f.users), tokens(f.contextTokens), tokens(f.users * f.contextTokens)});
+        if (p.frontier.empty())
+            out << "  " << p.reason << '\n';
+        else
+            t.print(out, "  ");
+        out << '\n';
+    }
+}
+
+enum class Kind { Plan, Table, Frontier };
+
+void run(Kind kind, const PlanOptions& o, CliContext& ctx)
+{
+    const ProfileSet* profiles = ctx.profiles();
+    if (!profiles)
+        return;
+    PlanOptions opts = o;
+    if (kind == Kind::Table) {
+        if (opts.models.empty())
+            opts.models = {kDefaultModel};
+        if (opts.formats.empty())
+            opts.formats = {kDefaultFormat};
+        if (opts.cards.empty())
+            opts.cards = kDefaultCards;
+    }
+    auto requests = buildRequests(opts, *profiles);
+    if (!requests)
+        return ctx.fail(requests.error());
+    auto plans = runPlans(*requests);
+    if (!plans)
+        return ctx.fail(plans.error());
+    if (opts.json) {
+        std::cout << (kind == Kind::Plan ? planToJson(plans->front()) : plansToJson(*plans)) << '\n';
+        return;
+    }
+    switch (kind) {
+    case Kind::Plan:
+        printPlan(plans->front(), requests->front(), std::cout);
+        break;
+    case Kind::Table:
+        printTable(*plans, *requests, std::cout);
+        break;
+    case Kind::Frontier:
+        printFrontier(*plans, std::cout);
+        break;
+    }
+}
+
+void registerKind(CLI::App& app, CliContext& ctx, Kind kind, const std::string& name, const std::string& help, bool multi)
+{
+    auto opts = std::make_shared<PlanOptions>();
+    CLI::App* cmd = app.add_subcommand(name, help);
+    addPlanOptions(cmd, *opts, multi);
+    cmd->callback([opts, &ctx, kind] { run(kind, *opts, ctx); });
+}
+
+} // namespace
+
+void registerPlanCommand(CLI::App& app, CliContext& ctx)
+{
+    registerKind(app, ctx, Kind::Plan, "plan", "The memory bill and capacity of one model on one card", false);
+}
+
+void registerTableCommand(CLI::App& app, CliContext& ctx)
+{
+    registerKind(app, ctx, Kind::Table, "table",
+                 "The what-fits matrix: models x formats against cards (default: " + std::string(kDefaultModel) + " "
+                     + kDefaultFormat + " on the 8/16/24 GB cards)",
+                 true);
+}
+
+void registerFrontierCommand(CLI::App& app, CliContext& ctx)
+{
+    registerKind(app, ctx, Kind::Frontier, "frontier", "The context x concurrency frontier per card", true);
+}
+
+} // namespace headroom::cli

@@ -1,0 +1,45 @@
+// headroom-cli: what fits on a GPU for LLM inference, from the command line.
+
+#include "commands.h"
+
+#include "headroom/core/version.h"
+
+#include <iostream>
+
+int main(int argc, char** argv)
+{
+    using namespace headroom::cli;
+    CliContext ctx(argc > 0 ? std::filesystem::path(argv[0]) : std::filesystem::path("headroom-cli"));
+    CLI::App app{"Headroom: which model, at which weight format, with how much context, for how many users "
+                 "fits on a GPU - and proof on the device.",
+                 "headroom-cli"};
+    app.set_version_flag("--version", std::string("headroom-cli ") + headroom::toolVersion());
+    app.require_subcommand(1);
+    app.fallthrough();
+    app.add_option("--profiles", ctx.profilesOverride, "Folder of the built-in profiles (models/, cards/, engines/, schemas/)");
+    app.add_option("--user-profiles", ctx.userProfilesOverride, "Folder of profiles overlaying the built-in ones");
+
+    registerPlanCommand(app, ctx);
+    registerTableCommand(app, ctx);
+    registerFrontierCommand(app, ctx);
+    registerInspectCommand(app, ctx);
+    registerListCommands(app, ctx);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "headroom-cli: " << e.what() << "\n\n";
+        const CLI::App* failed = &app;
+        for (const CLI::App* sub : app.get_subcommands())
+            failed = sub;
+        std::cerr << failed->help();
+        return 1;
+    }
+    return ctx.exitCode;
+}

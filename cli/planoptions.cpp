@@ -1,0 +1,122 @@
+#include "planoptions.h"
+
+#include "headroom/core/resolve.h"
+
+namespace headroom::cli {
+
+namespace {
+
+// CLI11 validator for sizes ("8GiB", "24GB").
+CLI::Validator sizeValidator()
+{
+    return CLI::Validator(
+        [](std::string& s) -> std::string {
+            return parseSize(s) ? std::string() : "expected a size such as 8GiB, 24GB or 16384MiB, got '" + s + "'";
+        },
+        "SIZE");
+}
+
+} // namespace
+
+void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
+{
+    if (multi) {
+        cmd->add_option("--model,-m", o.models, "Model profile ids or paths (config.json, model dir, .gguf); several allowed")
+            ->expected(1, -1);
+        cmd->add_option("--weights,-w", o.formats, "Weight formats (fp16, int4-g128, nf4-b64, q4_k, ...); several allowed")
+            ->expected(1, -1);
+        cmd->add_option("--card,-c", o.cards, "Card profile ids or sizes (rtx-4090, 8GiB); several allowed")->expected(1, -1);
+    } else {
+        o.models.resize(1);
+        o.formats.resize(1);
+        o.cards.resize(1);
+        cmd->add_option("--model,-m", o.models[0], "Model profile id or path (config.json, model dir, .gguf)")->required();
+        cmd->add_option("--weights,-w", o.formats[0], "Weight format (default: the files' format, else the profile's)");
+        cmd->add_option("--card,-c", o.cards[0], "Card profile id or size (default rtx-4090)");
+    }
+    cmd->add_option("--params", o.params, "Nominal parameter count replacing the derived one (7e9, 7B)")
+        ->check(CLI::Validator([](std::string& s) -> std::string {
+                    return parseCount(s) ? std::string() : "expected a parameter count such as 7e9 or 7B, got '" + s + "'";
+                }, "COUNT"));
+    cmd->add_option("--kv-dtype", o.kvDtype, "KV cache dtype: fp16, bf16, fp32, fp8, q8_0, q4_0, ...")->capture_default_str();
+    auto* engine = cmd->add_option("--engine,-e", o.engine, "Engine policy: vllm, llama.cpp, sglang, tgi, tensorrt-llm, ollama");
+    auto* reserve = cmd->add_option("--reserve", o.reserve, "Flat reserve: usable = card total - SIZE")->check(sizeValidator());
+    engine->excludes(reserve);
+    cmd->add_option("--tp", o.tp, "Tensor-parallel size")->capture_default_str()->check(CLI::Range(1u, 1024u));
+    cmd->add_option("--pp", o.pp, "Pipeline-parallel size")->capture_default_str()->check(CLI::Range(1u, 1024u));
+    cmd->add_option("--context", o.context, "Context per user in tokens")->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 36));
+    cmd->add_option("--users", o.users, "Concurrent users (sequences)")->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 24));
+    cmd->add_option("--ubatch", o.ubatch, "Micro-batch of the prefill activation peak, tokens")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 24));
+    auto* fa = cmd->add_flag("--flash-attention", o.flashOn, "Flash attention on (default: the engine's)");
+    cmd->add_flag("--no-flash-attention", o.flashOff, "Flash attention off: full attention scores count")->excludes(fa);
+    cmd->add_flag("--json", o.json, "One JSON document on stdout");
+}
+
+tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles)
+{
+    const std::vector<std::string> models = o.models.empty() || o.models[0].empty() ? std::vector<std::string>{kDefaultModel} : o.models;
+    const std::vector<std::string> cards = o.cards.empty() || o.cards[0].empty() ? std::vector<std::string>{"rtx-4090"} : o.cards;
+    const std::vector<std::string> formats = o.formats.empty() ? std::vector<std::string>{""} : o.formats;
+
+    EnginePolicy engine;
+    if (!o.reserve.empty()) {
+        engine = flatReservePolicy(*parseSize(o.reserve));
+    } else {
+        auto e = resolveEngine(o.engine.empty() ? kDefaultEngine : o.engine, profiles);
+        if (!e)
+            return tl::unexpected(e.error());
+        engine = *e;
+    }
+    auto kv = resolveKvDtype(o.kvDtype);
+    if (!kv)
+        return tl::unexpected(kv.error());
+
+    std::vector<PlanRequest> out;
+    for (const std::string& m : models) {
+        auto model = resolveModel(m, profiles);
+        if (!model)
+            return tl::unexpected(model.error());
+        for (const std::string& f : formats) {
+            auto format = resolveFormat(f, *model);
+            if (!format)
+                return tl::unexpected(format.error());
+            for (const std::string& c : cards) {
+                auto card = resolveCard(c, profiles);
+                if (!card)
+                    return tl::unexpected(card.error());
+                PlanRequest r;
+                r.model = *model;
+                r.format = *format;
+                r.kvDtype = *kv;
+                r.card = *card;
+                r.engine = engine;
+                r.tensorParallel = o.tp;
+                r.pipelineParallel = o.pp;
+                r.contextTokens = o.context;
+                r.users = o.users;
+                r.ubatchTokens = o.ubatch;
+                if (o.flashOn || o.flashOff)
+                    r.flashAttention = o.flashOn;
+                if (!o.params.empty())
+                    r.nominalParameters = parseCount(o.params);
+                out.push_back(std::move(r));
+            }
+        }
+    }
+    return out;
+}
+
+tl::expected<std::vector<PlanResult>, std::string> runPlans(const std::vector<PlanRequest>& requests)
+{
+    std::vector<PlanResult> out;
+    for (const PlanRequest& r : requests) {
+        auto p = makePlan(r);
+        if (!p)
+            return tl::unexpected(p.error());
+        out.push_back(std::move(*p));
+    }
+    return out;
+}
+
+} // namespace headroom::cli

@@ -1,0 +1,51 @@
+#pragma once
+// The options plan, table, frontier (and report, flags, probe) share, and their resolution into
+// core plan requests.
+
+#include "commands.h"
+
+#include "headroom/core/plan.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom::cli {
+
+/// What the user typed; lists for the matrix commands.
+struct PlanOptions {
+    std::vector<std::string> models;
+    std::vector<std::string> formats;
+    std::vector<std::string> cards;
+    std::string params;
+    std::string kvDtype = "fp16";
+    std::string engine;
+    std::string reserve;
+    unsigned tp = 1;
+    unsigned pp = 1;
+    std::optional<std::uint64_t> context;
+    std::optional<std::uint64_t> users;
+    std::optional<std::uint64_t> ubatch;
+    bool flashOn = false;   ///< --flash-attention
+    bool flashOff = false;  ///< --no-flash-attention
+    bool json = false;
+};
+
+/// Registers the options on @p cmd; @p multi makes --model/--weights/--card take several values.
+void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi);
+
+/// One request per (model, format, card), in that nesting order. Errors name the bad input.
+tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles);
+
+/// Runs every request; the first error stops.
+tl::expected<std::vector<PlanResult>, std::string> runPlans(const std::vector<PlanRequest>& requests);
+
+/// The default model of the main job: a Llama-3.1-8B-class model at int4-g128, fp16 KV.
+inline constexpr const char* kDefaultModel = "llama-3.1-8b";
+inline constexpr const char* kDefaultFormat = "int4-g128";
+/// The 8/16/24 GB cards selected at start.
+inline const std::vector<std::string> kDefaultCards = {"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090"};
+/// The engine when none is named.
+inline constexpr const char* kDefaultEngine = "vllm";
+
+} // namespace headroom::cli

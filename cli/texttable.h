@@ -1,0 +1,30 @@
+#pragma once
+// Aligned plain-text tables for the terminal: text columns left, numeric columns right.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace headroom::cli {
+
+class TextTable {
+public:
+    enum class Align { Left, Right };
+
+    /// Adds a column with a header.
+    void addColumn(std::string header, Align align = Align::Left);
+    /// Adds a row; missing cells are empty.
+    void addRow(std::vector<std::string> cells);
+    /// Prints the header, a rule, and the rows, columns two spaces apart.
+    void print(std::ostream& out, const std::string& indent = "") const;
+
+private:
+    std::vector<std::string> m_headers;
+    std::vector<Align> m_aligns;
+    std::vector<std::vector<std::string>> m_rows;
+};
+
+/// Display width of UTF-8 text (counts code points).
+std::size_t displayWidth(const std::string& s);
+
+} // namespace headroom::cli

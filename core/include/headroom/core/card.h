@@ -1,0 +1,31 @@
+#pragma once
+/// @file card.h
+/// A GPU card as the planner sees it: the total memory its driver reports (not the marketing
+/// size: an RTX 4090 reports 24,210 MiB on Linux), bandwidth and peak compute
+/// (shared/reference/gpus.md §3.1).
+
+#include "headroom/core/units.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace headroom {
+
+/// One card profile, or an anonymous card made from a size.
+struct Card {
+    std::string id;                 ///< "rtx-4090", or the size text for anonymous cards ("8GiB")
+    std::string name;               ///< "NVIDIA GeForce RTX 4090"
+    std::string memoryClass;        ///< "24 GB"
+    Bytes totalBytes;               ///< driver-reported total (cudaMemGetInfo total), Linux
+    double bandwidthGBps = 0;       ///< datasheet memory bandwidth, 10^9 B/s (0 = unknown)
+    double fp16Tflops = 0;          ///< dense fp16 tensor TFLOP/s with fp32 accumulate (0 = unknown)
+    Bytes l2Bytes;                  ///< L2 cache size (0 = unknown)
+    std::string source;             ///< where the figures come from
+    bool anonymous = false;         ///< made from a size, not a profile
+};
+
+/// An anonymous card of @p size bytes total ("8GiB" -> 8,589,934,592 B).
+Card anonymousCard(std::string_view sizeText, Bytes size);
+
+} // namespace headroom

@@ -1,0 +1,97 @@
+#pragma once
+/// @file plan.h
+/// One plan: a model in a weight format with a KV dtype on a card under an engine policy,
+/// giving the per-device bill (weights, KV, named overheads) and the capacity (max resident
+/// tokens, max context for N users, max users at context C, the frontier, fits or not and why).
+
+#include "headroom/core/capacity.h"
+#include "headroom/core/card.h"
+#include "headroom/core/enginepolicy.h"
+#include "headroom/core/kvcache.h"
+#include "headroom/core/modelprofile.h"
+#include "headroom/core/overheads.h"
+#include "headroom/core/weightformat.h"
+
+#include <tl/expected.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// Figures measured on a device (a probe, or an engine's own log) that replace the estimates.
+struct MeasuredOverheads {
+    std::optional<Bytes> activationPeakBytes;  ///< prefill/profile activation peak beyond weights
+    std::optional<Bytes> runtimeBytes;         ///< CUDA context + non-torch memory
+    std::optional<Bytes> cudaGraphBytes;       ///< CUDA graph pool
+};
+
+/// What to plan.
+struct PlanRequest {
+    ModelProfile model;
+    WeightFormat format;
+    KvDtype kvDtype;
+    Card card;
+    EnginePolicy engine;
+    std::uint32_t tensorParallel = 1;             ///< TP size: weights and KV heads sharded
+    std::uint32_t pipelineParallel = 1;           ///< PP size: layers split
+    std::optional<std::uint64_t> contextTokens;   ///< context per user; default: the engine's (Ollama tiers) or the model's
+    std::optional<std::uint64_t> users;           ///< concurrent sequences
+    std::optional<std::uint64_t> ubatchTokens;    ///< micro-batch; default: the engine's
+    std::optional<bool> flashAttention;           ///< default: the engine's
+    std::optional<std::uint64_t> nominalParameters; ///< `--params N`: replaces the derived count
+    MeasuredOverheads measured;
+};
+
+/// The per-device result.
+struct PlanResult {
+    std::string modelId;
+    std::string formatId;
+    std::string kvDtypeId;
+    std::string cardId;
+    std::string engineId;
+    std::uint32_t tensorParallel = 1;
+    std::uint32_t pipelineParallel = 1;
+
+    std::uint64_t parameters = 0;             ///< whole model
+    std::string parametersSource;             ///< "architecture", "nominal", "files"
+    Bytes weightsBytes;                       ///< on the busiest device
+    std::map<std::string, Bytes> weightsByRole; ///< whole model (before sharding)
+    bool weightsExact = false;                ///< sized from the model's own files
+    KvLayout kv;                              ///< per device
+    Bytes kvBytesPerToken;                    ///< kv_bytes_per_token per device
+    Paging paging;
+    std::uint64_t ubatchTokens = 0;
+    bool flashAttention = true;
+
+    Bytes cardTotalBytes;                     ///< driver-reported total
+    Bytes usableBytes;                        ///< what the engine allows for weights + overheads + KV
+    std::vector<OverheadItem> overheads;      ///< priced inside usable (context, activations, logits, ...)
+    std::vector<OverheadItem> reserved;       ///< kept outside usable (utilization headroom, margins)
+    Bytes kvBudgetBytes;                      ///< usable - weights - overheads (0 when negative)
+    std::uint64_t maxResidentTokens = 0;
+    std::uint64_t kvBlocks = 0;               ///< paged engines: blocks in the pool
+    bool fits = false;
+    std::string reason;                       ///< why not, or the binding limit
+
+    std::uint64_t contextTokens = 0;          ///< the context asked about (or defaulted)
+    std::uint64_t users = 0;                  ///< the users asked about (or 1)
+    std::optional<std::uint64_t> maxUsers;    ///< at contextTokens (when a context was given)
+    std::optional<std::uint64_t> maxContext;  ///< for `users` (when users were given), capped at the model's context
+    std::optional<double> maxConcurrency;     ///< vLLM's figure at contextTokens
+    std::uint64_t modelContextTokens = 0;     ///< the model's trained context (0 = unknown)
+    std::vector<FrontierPoint> frontier;
+    std::vector<std::string> notes;
+
+    /// The KV pool, for further capacity questions.
+    KvPool pool() const { return {kv, kvBudgetBytes, paging, ubatchTokens}; }
+};
+
+/// Computes the plan. Errors (as text naming the input): no architecture and no way to size the
+/// KV cache, an invalid architecture, TP not dividing the heads, arithmetic overflow.
+tl::expected<PlanResult, std::string> makePlan(const PlanRequest& request);
+
+} // namespace headroom

@@ -1,0 +1,80 @@
+#include "headroom/core/architecture.h"
+
+namespace headroom {
+
+namespace {
+// Bounds well beyond any published model (the largest have ~160 layers, 2^14 hidden, 2^18 vocab)
+// and well inside what 64-bit products of them need.
+constexpr std::uint64_t kMaxLayers = 10'000;
+constexpr std::uint64_t kMaxHidden = 1ull << 20;
+constexpr std::uint64_t kMaxHeads = 1ull << 14;
+constexpr std::uint64_t kMaxHeadDim = 1ull << 14;
+constexpr std::uint64_t kMaxVocab = 1ull << 24;
+constexpr std::uint64_t kMaxIntermediate = 1ull << 22;
+constexpr std::uint64_t kMaxExperts = 1ull << 12;
+
+std::string outOfRange(const char* key, std::uint64_t value, std::uint64_t lo, std::uint64_t hi)
+{
+    return std::string(key) + " " + std::to_string(value) + " is outside " + std::to_string(lo) + ".."
+        + std::to_string(hi);
+}
+} // namespace
+
+std::string validateArchitecture(const Architecture& a)
+{
+    if (a.layers < 1 || a.layers > kMaxLayers)
+        return outOfRange("layers", a.layers, 1, kMaxLayers);
+    if (a.hiddenSize < 1 || a.hiddenSize > kMaxHidden)
+        return outOfRange("hidden_size", a.hiddenSize, 1, kMaxHidden);
+    if (a.attentionHeads < 1 || a.attentionHeads > kMaxHeads)
+        return outOfRange("attention_heads", a.attentionHeads, 1, kMaxHeads);
+    if (a.headDim < 1 || a.headDim > kMaxHeadDim)
+        return outOfRange("head_dim", a.headDim, 1, kMaxHeadDim);
+    if (a.valueHeadDim > kMaxHeadDim)
+        return outOfRange("value_head_dim", a.valueHeadDim, 0, kMaxHeadDim);
+    if (a.vocabSize > kMaxVocab)
+        return outOfRange("vocab_size", a.vocabSize, 0, kMaxVocab);
+    if (a.intermediateSize > kMaxIntermediate)
+        return outOfRange("intermediate_size", a.intermediateSize, 0, kMaxIntermediate);
+    if (!a.kvHeadsPerLayer.empty() && a.kvHeadsPerLayer.size() != a.layers)
+        return "kv_heads_per_layer has " + std::to_string(a.kvHeadsPerLayer.size()) + " entries, expected "
+            + std::to_string(a.layers) + " (one per layer)";
+    if (!a.mla.enabled()) {
+        for (std::uint32_t i = 0; i < a.layers; ++i) {
+            const std::uint32_t kv = a.kvHeadsOf(i);
+            // Per-layer lists may hold 0 for layers without attention (none of our families).
+            if (kv > a.attentionHeads)
+                return "kv_heads " + std::to_string(kv) + " exceeds attention_heads " + std::to_string(a.attentionHeads);
+            if (kv == 0 && a.kvHeadsPerLayer.empty())
+                return "kv_heads is 0";
+            if (kv != 0 && a.attentionHeads % kv != 0)
+                return "kv_heads " + std::to_string(kv) + " does not divide attention_heads "
+                    + std::to_string(a.attentionHeads);
+        }
+    } else {
+        if (a.mla.kvLoraRank > kMaxHidden || a.mla.qkRopeHeadDim > kMaxHeadDim || a.mla.qkNopeHeadDim > kMaxHeadDim
+            || a.mla.vHeadDim > kMaxHeadDim || a.mla.qLoraRank > kMaxHidden)
+            return "MLA dimensions out of range";
+    }
+    if (a.moe.expertCount > kMaxExperts)
+        return outOfRange("expert_count", a.moe.expertCount, 0, kMaxExperts);
+    if (a.moe.enabled()) {
+        if (a.moe.expertsPerToken < 1 || a.moe.expertsPerToken > a.moe.expertCount)
+            return "experts_per_token " + std::to_string(a.moe.expertsPerToken) + " must be in 1.."
+                + std::to_string(a.moe.expertCount);
+        if (a.moe.expertFfnSize < 1 || a.moe.expertFfnSize > kMaxIntermediate)
+            return outOfRange("expert_ffn_size", a.moe.expertFfnSize, 1, kMaxIntermediate);
+        if (a.moe.denseFirstLayers > a.layers)
+            return "dense_first_layers exceeds layers";
+    }
+    if (!a.sliding.slidingLayers.empty() && a.sliding.slidingLayers.size() != a.layers)
+        return "sliding window layer list has " + std::to_string(a.sliding.slidingLayers.size())
+            + " entries, expected " + std::to_string(a.layers);
+    if (a.normsPerLayer > 8)
+        return outOfRange("norms_per_layer", a.normsPerLayer, 0, 8);
+    if (a.positionEmbeddingRows > (1ull << 24))
+        return outOfRange("position_embedding_rows", a.positionEmbeddingRows, 0, 1ull << 24);
+    return {};
+}
+
+} // namespace headroom

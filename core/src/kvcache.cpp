@@ -1,0 +1,110 @@
+#include "headroom/core/kvcache.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace headroom {
+
+namespace {
+
+std::string lower(std::string_view s)
+{
+    std::string out(s);
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+KvDtype dtype(const char* id, std::uint32_t elements, std::uint32_t bytes)
+{
+    KvDtype d;
+    d.id = id;
+    d.blockElements = elements;
+    d.blockBytes = bytes;
+    return d;
+}
+
+} // namespace
+
+std::uint64_t KvDtype::rowBytes(std::uint64_t elements) const
+{
+    return checkedMul(ceilDiv(elements, blockElements), blockBytes, "KV row bytes");
+}
+
+const std::vector<KvDtype>& builtinKvDtypes()
+{
+    // llama.cpp cache types share the GGML block table (shared/reference/ggml-types.md);
+    // fp8 is vLLM's kv_cache_dtype fp8 / fp8_e4m3 / fp8_e5m2 (1 byte, per-tensor scale).
+    static const std::vector<KvDtype> all = {
+        dtype("fp32", 1, 4),     dtype("fp16", 1, 2),     dtype("bf16", 1, 2),
+        dtype("fp8", 1, 1),      dtype("fp8_e4m3", 1, 1), dtype("fp8_e5m2", 1, 1),
+        dtype("q8_0", 32, 34),   dtype("q4_0", 32, 18),   dtype("q4_1", 32, 20),
+        dtype("q5_0", 32, 22),   dtype("q5_1", 32, 24),   dtype("iq4_nl", 32, 18),
+    };
+    return all;
+}
+
+std::optional<KvDtype> findKvDtype(std::string_view idText)
+{
+    std::string id = lower(idText);
+    if (id == "f16" || id == "float16" || id == "half" || id == "auto")
+        id = "fp16";
+    else if (id == "f32" || id == "float32")
+        id = "fp32";
+    else if (id == "bfloat16")
+        id = "bf16";
+    for (const KvDtype& d : builtinKvDtypes())
+        if (d.id == id)
+            return d;
+    return std::nullopt;
+}
+
+KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t tp, std::uint32_t firstLayer,
+                  std::uint32_t layerCount)
+{
+    KvLayout out;
+    out.windowTokens = arch.sliding.windowTokens;
+    tp = std::max<std::uint32_t>(tp, 1);
+    const std::uint32_t end = layerCount == 0 ? arch.layers : std::min(arch.layers, firstLayer + layerCount);
+    for (std::uint32_t i = firstLayer; i < end; ++i) {
+        std::uint64_t bytes = 0;
+        if (arch.mla.enabled()) {
+            // One latent row of kv_lora_rank + rope dim per token and layer, replicated on every
+            // TP rank (vLLM MLAAttentionSpec; SGLang cell_size for MLA).
+            bytes = dtype.rowBytes(std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim);
+        } else {
+            // vLLM: num_kv_heads per rank = max(1, total_kv_heads // tp): replicated when H_kv < tp.
+            const std::uint64_t heads = std::max<std::uint64_t>(1, arch.kvHeadsOf(i) / tp);
+            if (arch.kvHeadsOf(i) == 0)
+                continue;
+            bytes = checkedAdd(dtype.rowBytes(heads * arch.headDim), dtype.rowBytes(heads * arch.valueDim()));
+        }
+        if (arch.sliding.isSliding(i)) {
+            out.slidingBytesPerToken += Bytes{bytes};
+            ++out.slidingLayers;
+        } else {
+            out.fullBytesPerToken += Bytes{bytes};
+            ++out.fullLayers;
+        }
+    }
+    return out;
+}
+
+Bytes kvBytes(const KvLayout& layout, std::uint64_t users, std::uint64_t contextTokens, const Paging& paging,
+              std::uint64_t ubatchTokens)
+{
+    const std::uint64_t block = std::max<std::uint64_t>(paging.blockTokens, 1);
+    const std::uint64_t pad = std::max<std::uint64_t>(paging.cellPadding, 1);
+    const std::uint64_t perSequence = roundUp(contextTokens, block);
+    const std::uint64_t fullCells = roundUp(checkedMul(users, perSequence, "KV cells"), pad);
+    Bytes total = layout.fullBytesPerToken * fullCells;
+    if (layout.slidingLayers > 0) {
+        const std::uint64_t window = checkedAdd(layout.windowTokens, ubatchTokens);
+        const std::uint64_t slidingPerSequence = roundUp(std::min(contextTokens, window), block);
+        const std::uint64_t slidingCells = roundUp(checkedMul(users, slidingPerSequence, "KV cells"), pad);
+        total += layout.slidingBytesPerToken * slidingCells;
+    }
+    return total;
+}
+
+} // namespace headroom

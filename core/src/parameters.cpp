@@ -1,0 +1,261 @@
+#include "headroom/core/parameters.h"
+
+#include <cmath>
+
+namespace headroom {
+
+namespace {
+
+// Appends tensors for one architecture; names follow HF transformers' modules.
+class TensorLister {
+public:
+    explicit TensorLister(const Architecture& arch) : m_arch(arch) {}
+
+    std::vector<TensorSpec> run()
+    {
+        const std::uint64_t h = m_arch.hiddenSize;
+        add("model.embed_tokens.weight", TensorRole::TokenEmbedding, m_arch.vocabSize, h);
+        if (m_arch.positionEmbeddingRows > 0)
+            add("model.embed_positions.weight", TensorRole::PositionEmbedding, m_arch.positionEmbeddingRows, h);
+        for (std::uint32_t i = 0; i < m_arch.layers; ++i) {
+            m_layer = static_cast<std::int32_t>(i);
+            m_prefix = "model.layers." + std::to_string(i) + ".";
+            addLayerNorms();
+            if (m_arch.mla.enabled())
+                addMlaAttention();
+            else
+                addAttention(i);
+            if (m_arch.moe.enabled() && i >= m_arch.moe.denseFirstLayers)
+                addMoe();
+            else
+                addDenseMlp("mlp.", m_arch.intermediateSize, TensorRole::MlpMatrix);
+        }
+        m_layer = -1;
+        m_prefix = "model.";
+        addNorm("norm", h);
+        if (!m_arch.tiedEmbeddings)
+            add("lm_head.weight", TensorRole::Output, m_arch.vocabSize, h);
+        return std::move(m_out);
+    }
+
+private:
+    void add(std::string name, TensorRole role, std::uint64_t rows, std::uint64_t cols, std::uint32_t copies = 1)
+    {
+        TensorSpec t;
+        t.name = std::move(name);
+        t.role = role;
+        t.rows = rows;
+        t.cols = cols;
+        t.copies = copies;
+        t.layer = m_layer;
+        m_out.push_back(std::move(t));
+    }
+    void addLocal(const std::string& name, TensorRole role, std::uint64_t rows, std::uint64_t cols,
+                  std::uint32_t copies = 1)
+    {
+        add(m_prefix + name, role, rows, cols, copies);
+    }
+    // RMSNorm: weight; LayerNorm: weight and bias.
+    void addNorm(const std::string& name, std::uint64_t n)
+    {
+        addLocal(name + ".weight", TensorRole::Norm, 1, n);
+        if (m_arch.norm == NormKind::LayerNorm)
+            addLocal(name + ".bias", TensorRole::Norm, 1, n);
+    }
+    void addLayerNorms()
+    {
+        static const char* const names[] = {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                                            "post_feedforward_layernorm"};
+        for (std::uint32_t k = 0; k < m_arch.normsPerLayer; ++k)
+            addNorm(k < 4 ? names[k] : "extra_layernorm_" + std::to_string(k), m_arch.hiddenSize);
+    }
+    void addAttention(std::uint32_t layer)
+    {
+        const std::uint64_t h = m_arch.hiddenSize;
+        const std::uint64_t q = std::uint64_t{m_arch.attentionHeads} * m_arch.headDim;
+        const std::uint64_t kv = std::uint64_t{m_arch.kvHeadsOf(layer)};
+        const std::uint64_t k = kv * m_arch.headDim;
+        const std::uint64_t v = kv * m_arch.valueDim();
+        const std::uint64_t o = std::uint64_t{m_arch.attentionHeads} * m_arch.valueDim();
+        addLocal("self_attn.q_proj.weight", TensorRole::AttentionMatrix, q, h);
+        addLocal("self_attn.k_proj.weight", TensorRole::AttentionMatrix, k, h);
+        addLocal("self_attn.v_proj.weight", TensorRole::AttentionMatrix, v, h);
+        addLocal("self_attn.o_proj.weight", TensorRole::AttentionMatrix, h, o);
+        if (m_arch.qkvBias) {
+            addLocal("self_attn.q_proj.bias", TensorRole::Bias, 1, q);
+            addLocal("self_attn.k_proj.bias", TensorRole::Bias, 1, k);
+            addLocal("self_attn.v_proj.bias", TensorRole::Bias, 1, v);
+        }
+        if (m_arch.outputProjBias)
+            addLocal("self_attn.o_proj.bias", TensorRole::Bias, 1, h);
+        if (m_arch.qkNorm) {
+            addLocal("self_attn.q_norm.weight", TensorRole::Norm, 1, m_arch.headDim);
+            addLocal("self_attn.k_norm.weight", TensorRole::Norm, 1, m_arch.headDim);
+        }
+    }
+    // DeepSeek-V2 MLA (modeling_deepseek.py DeepseekV2Attention).
+    void addMlaAttention()
+    {
+        const MlaConfig& m = m_arch.mla;
+        const std::uint64_t h = m_arch.hiddenSize;
+        const std::uint64_t heads = m_arch.attentionHeads;
+        const std::uint64_t qHead = std::uint64_t{m.qkNopeHeadDim} + m.qkRopeHeadDim;
+        if (m.qLoraRank > 0) {
+            addLocal("self_attn.q_a_proj.weight", TensorRole::AttentionMatrix, m.qLoraRank, h);
+            addLocal("self_attn.q_a_layernorm.weight", TensorRole::Norm, 1, m.qLoraRank);
+            addLocal("self_attn.q_b_proj.weight", TensorRole::AttentionMatrix, heads * qHead, m.qLoraRank);
+        } else {
+            addLocal("self_attn.q_proj.weight", TensorRole::AttentionMatrix, heads * qHead, h);
+        }
+        addLocal("self_attn.kv_a_proj_with_mqa.weight", TensorRole::AttentionMatrix,
+                 std::uint64_t{m.kvLoraRank} + m.qkRopeHeadDim, h);
+        addLocal("self_attn.kv_a_layernorm.weight", TensorRole::Norm, 1, m.kvLoraRank);
+        addLocal("self_attn.kv_b_proj.weight", TensorRole::AttentionMatrix,
+                 heads * (std::uint64_t{m.qkNopeHeadDim} + m.vHeadDim), m.kvLoraRank);
+        addLocal("self_attn.o_proj.weight", TensorRole::AttentionMatrix, h, heads * m.vHeadDim);
+    }
+    void addDenseMlp(const std::string& at, std::uint64_t width, TensorRole role, std::uint32_t copies = 1)
+    {
+        const std::uint64_t h = m_arch.hiddenSize;
+        if (m_arch.mlp == MlpKind::Gated) {
+            addLocal(at + "gate_proj.weight", role, width, h, copies);
+            addLocal(at + "up_proj.weight", role, width, h, copies);
+            addLocal(at + "down_proj.weight", role, h, width, copies);
+        } else {
+            addLocal(at + "fc1.weight", role, width, h, copies);
+            addLocal(at + "fc2.weight", role, h, width, copies);
+            if (m_arch.mlpBias) {
+                addLocal(at + "fc1.bias", TensorRole::Bias, 1, width, copies);
+                addLocal(at + "fc2.bias", TensorRole::Bias, 1, h, copies);
+            }
+        }
+    }
+    // Mixtral block_sparse_moe / DeepSeek DeepseekV2MoE: router, routed experts, shared experts.
+    void addMoe()
+    {
+        const MoeConfig& moe = m_arch.moe;
+        addLocal("mlp.gate.weight", TensorRole::Router, moe.expertCount, m_arch.hiddenSize);
+        addDenseMlp("mlp.experts.", moe.expertFfnSize, TensorRole::ExpertMatrix, moe.expertCount);
+        if (moe.sharedExperts > 0)
+            addDenseMlp("mlp.shared_experts.", std::uint64_t{moe.sharedExperts} * moe.expertFfnSize,
+                        TensorRole::ExpertMatrix);
+    }
+
+    const Architecture& m_arch;
+    std::vector<TensorSpec> m_out;
+    std::string m_prefix;
+    std::int32_t m_layer = -1;
+};
+
+// GGML types need whole blocks per row; llama.cpp's quantizer falls back to a type whose block
+// divides the row (llama-quant.cpp: q8_0 for 32-multiples, else f16).
+struct Priced {
+    Bytes bytes;
+    std::string type;
+};
+
+Priced priceMatrix(const WeightFormat& format, std::uint64_t rows, std::uint64_t cols)
+{
+    if (ggmlRowAligned(format, cols))
+        return {matrixBytes(format, rows, cols), format.id};
+    if (cols % 32 == 0)
+        return {matrixBytes(*findFormat("q8_0"), rows, cols), "q8_0"};
+    return {Bytes{checkedMul(checkedMul(rows, cols), 2)}, "fp16"};
+}
+
+Priced priceTensor(const TensorSpec& t, const WeightFormat& format)
+{
+    const std::string smallType = format.smallTensorBytes == 4 ? "fp32" : "fp16";
+    switch (t.role) {
+    case TensorRole::TokenEmbedding:
+    case TensorRole::PositionEmbedding:
+    case TensorRole::Output:
+        if (!format.quantizesEmbeddings)
+            return {Bytes{checkedMul(t.elements(), 2)}, "fp16"};
+        return priceMatrix(format, t.rows, t.cols);
+    case TensorRole::AttentionMatrix:
+    case TensorRole::MlpMatrix:
+    case TensorRole::ExpertMatrix: {
+        Priced p = priceMatrix(format, t.rows, t.cols);
+        p.bytes = p.bytes * t.copies;
+        return p;
+    }
+    case TensorRole::Router:
+    case TensorRole::Norm:
+    case TensorRole::Bias:
+        if (format.kind == FormatKind::Float)
+            return {smallTensorBytes(format, t.elements()), format.id};
+        return {smallTensorBytes(format, t.elements()), smallType};
+    }
+    return {};
+}
+
+} // namespace
+
+std::uint64_t TensorSpec::elements() const
+{
+    return checkedMul(checkedMul(rows, cols, "tensor elements"), copies, "tensor elements");
+}
+
+bool TensorSpec::isMatrix() const
+{
+    return role == TensorRole::AttentionMatrix || role == TensorRole::MlpMatrix || role == TensorRole::ExpertMatrix
+        || role == TensorRole::TokenEmbedding || role == TensorRole::Output || role == TensorRole::PositionEmbedding;
+}
+
+std::vector<TensorSpec> listTensors(const Architecture& arch) { return TensorLister(arch).run(); }
+
+std::uint64_t parameterCount(const Architecture& arch)
+{
+    std::uint64_t n = 0;
+    for (const TensorSpec& t : listTensors(arch))
+        n = checkedAdd(n, t.elements(), "parameter count");
+    return n;
+}
+
+Bytes tensorBytes(const TensorSpec& tensor, const WeightFormat& format) { return priceTensor(tensor, format).bytes; }
+
+const char* roleName(TensorRole role)
+{
+    switch (role) {
+    case TensorRole::TokenEmbedding:
+    case TensorRole::PositionEmbedding:
+        return "embeddings";
+    case TensorRole::Output:
+        return "output";
+    case TensorRole::AttentionMatrix:
+        return "attention";
+    case TensorRole::MlpMatrix:
+        return "mlp";
+    case TensorRole::ExpertMatrix:
+        return "experts";
+    case TensorRole::Router:
+        return "router";
+    case TensorRole::Norm:
+        return "norms";
+    case TensorRole::Bias:
+        return "biases";
+    }
+    return "other";
+}
+
+WeightBill priceWeights(const Architecture& arch, const WeightFormat& format)
+{
+    WeightBill bill;
+    for (const TensorSpec& t : listTensors(arch)) {
+        const Priced p = priceTensor(t, format);
+        bill.parameters = checkedAdd(bill.parameters, t.elements(), "parameter count");
+        bill.totalBytes += p.bytes;
+        bill.bytesByRole[roleName(t.role)] += p.bytes;
+        bill.bytesByType[p.type] += p.bytes;
+    }
+    return bill;
+}
+
+Bytes nominalWeightBytes(std::uint64_t parameters, const WeightFormat& format)
+{
+    const long double bits = static_cast<long double>(parameters) * format.nominalBitsPerWeight();
+    return Bytes{static_cast<std::uint64_t>(std::ceil(bits / 8.0L))};
+}
+
+} // namespace headroom

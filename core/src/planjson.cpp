@@ -1,0 +1,81 @@
+#include "headroom/core/planjson.h"
+
+#include "planjson.h"
+
+namespace headroom {
+
+namespace {
+
+nlohmann::json items(const std::vector<OverheadItem>& list)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const OverheadItem& i : list)
+        out.push_back({{"name", i.name}, {"bytes", i.bytes.value}, {"note", i.note}});
+    return out;
+}
+
+} // namespace
+
+nlohmann::json planJsonObject(const PlanResult& p)
+{
+    nlohmann::json j;
+    j["model"] = p.modelId;
+    j["weights_format"] = p.formatId;
+    j["kv_dtype"] = p.kvDtypeId;
+    j["card"] = p.cardId;
+    j["engine"] = p.engineId;
+    j["tensor_parallel"] = p.tensorParallel;
+    j["pipeline_parallel"] = p.pipelineParallel;
+    j["parameters"] = p.parameters;
+    j["parameters_source"] = p.parametersSource;
+    j["weights_bytes"] = p.weightsBytes.value;
+    j["weights_exact"] = p.weightsExact;
+    nlohmann::json byRole = nlohmann::json::object();
+    for (const auto& [role, bytes] : p.weightsByRole)
+        byRole[role] = bytes.value;
+    j["weights_by_part_bytes"] = byRole;
+    j["kv_bytes_per_token"] = p.kvBytesPerToken.value;
+    j["kv_full_bytes_per_token"] = p.kv.fullBytesPerToken.value;
+    j["kv_sliding_bytes_per_token"] = p.kv.slidingBytesPerToken.value;
+    j["kv_window_tokens"] = p.kv.windowTokens;
+    j["kv_block_tokens"] = p.paging.blockTokens;
+    j["kv_cell_padding_tokens"] = p.paging.cellPadding;
+    j["ubatch_tokens"] = p.ubatchTokens;
+    j["flash_attention"] = p.flashAttention;
+    j["card_total_bytes"] = p.cardTotalBytes.value;
+    j["usable_bytes"] = p.usableBytes.value;
+    j["overheads"] = items(p.overheads);
+    j["reserved"] = items(p.reserved);
+    j["kv_budget_bytes"] = p.kvBudgetBytes.value;
+    j["max_resident_tokens"] = p.maxResidentTokens;
+    j["kv_blocks"] = p.kvBlocks;
+    j["fits"] = p.fits;
+    j["reason"] = p.reason;
+    j["context_tokens"] = p.contextTokens;
+    j["users"] = p.users;
+    j["model_context_tokens"] = p.modelContextTokens;
+    if (p.maxUsers)
+        j["max_users"] = *p.maxUsers;
+    if (p.maxContext)
+        j["max_context"] = *p.maxContext;
+    if (p.maxConcurrency)
+        j["max_concurrency"] = *p.maxConcurrency;
+    nlohmann::json frontier = nlohmann::json::array();
+    for (const FrontierPoint& f : p.frontier)
+        frontier.push_back({{"users", f.users}, {"context_tokens", f.contextTokens}});
+    j["frontier"] = frontier;
+    j["notes"] = p.notes;
+    return j;
+}
+
+std::string planToJson(const PlanResult& plan, int indent) { return planJsonObject(plan).dump(indent); }
+
+std::string plansToJson(const std::vector<PlanResult>& plans, int indent)
+{
+    nlohmann::json arr = nlohmann::json::array();
+    for (const PlanResult& p : plans)
+        arr.push_back(planJsonObject(p));
+    return arr.dump(indent);
+}
+
+} // namespace headroom

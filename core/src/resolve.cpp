@@ -1,0 +1,98 @@
+#include "headroom/core/resolve.h"
+
+#include "headroom/core/importers/importedmodel.h"
+
+#include <filesystem>
+
+namespace headroom {
+
+namespace {
+
+ModelProfile fromImport(const ImportedModel& m)
+{
+    ModelProfile p;
+    p.id = m.path;
+    p.name = std::filesystem::path(m.path).filename().string();
+    if (p.name == "config.json" || p.name.empty())
+        p.name = std::filesystem::path(m.path).parent_path().filename().string();
+    p.source = m.format + " " + m.formatVersion + " " + m.path;
+    p.architecture = m.architecture;
+    p.contentHash = m.contentHash;
+    p.warnings = m.warnings;
+    p.defaultFormat = m.weightFormatId.value_or("");
+    if (m.exactWeights) {
+        ExactWeights w;
+        w.totalBytes = m.weightsBytes;
+        w.parameters = m.parameters;
+        w.bytesByType = m.bytesByType;
+        w.formatId = m.weightFormatId.value_or("files");
+        p.exactWeights = w;
+        p.defaultFormat = w.formatId;
+    }
+    return p;
+}
+
+} // namespace
+
+tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, const ProfileSet& profiles)
+{
+    if (const ModelProfile* p = profiles.findModel(arg))
+        return *p;
+    std::error_code ec;
+    if (!std::filesystem::exists(arg, ec))
+        return tl::unexpected("unknown model '" + arg + "': not a profile id (list them with `headroom-cli models`) and no such file");
+    auto imported = importModel(arg);
+    if (!imported)
+        return tl::unexpected(toString(imported.error()));
+    if (!imported->architecture)
+        return tl::unexpected(arg + ": the file describes no model architecture (no " + imported->architectureName
+                              + " hyperparameters), so its KV cache cannot be sized");
+    return fromImport(*imported);
+}
+
+tl::expected<Card, std::string> resolveCard(const std::string& arg, const ProfileSet& profiles)
+{
+    if (const Card* c = profiles.findCard(arg))
+        return *c;
+    if (const auto size = parseSize(arg); size && size->value > 0)
+        return anonymousCard(arg, *size);
+    return tl::unexpected("unknown card '" + arg + "': not a profile id (list them with `headroom-cli cards`) nor a size such as 8GiB or 24GB");
+}
+
+tl::expected<EnginePolicy, std::string> resolveEngine(const std::string& arg, const ProfileSet& profiles)
+{
+    if (const EnginePolicy* e = profiles.findEngine(arg))
+        return *e;
+    return tl::unexpected("unknown engine '" + arg + "': list them with `headroom-cli engines`, or use --reserve SIZE");
+}
+
+tl::expected<WeightFormat, std::string> resolveFormat(const std::string& arg, const ModelProfile& model)
+{
+    std::string id = arg;
+    if (id.empty())
+        id = model.exactWeights ? model.exactWeights->formatId : model.defaultFormat;
+    if (id.empty())
+        id = "fp16";
+    if (auto f = findFormat(id))
+        return *f;
+    if (arg.empty() && model.exactWeights) {
+        // A mix of tensor types read from files (e.g. a GGUF Q4_K_M): exact bytes, no single format.
+        WeightFormat f;
+        f.id = id;
+        f.description = "as stored in the model's files";
+        f.kind = FormatKind::Ggml;
+        f.ggmlBlockSize = 1;
+        f.ggmlTypeSize = 2;
+        return f;
+    }
+    return tl::unexpected("unknown weight format '" + id + "': list them with `headroom-cli formats`");
+}
+
+tl::expected<KvDtype, std::string> resolveKvDtype(const std::string& arg)
+{
+    if (auto d = findKvDtype(arg.empty() ? "fp16" : arg))
+        return *d;
+    return tl::unexpected("unknown KV dtype '" + arg + "': use fp32, fp16, bf16, fp8, q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl");
+}
+
+} // namespace headroom

@@ -1,0 +1,59 @@
+#pragma once
+// Architectures with published shapes, for tests that must not depend on profile files.
+
+#include "headroom/core/architecture.h"
+
+namespace headroom::test {
+
+/// The BRIEF §1.1 0.5B model: 24 layers, 14 query heads, 2 KV heads of dim 64, hidden 896
+/// (Qwen2.5-0.5B: ollama convert testdata, general.parameter_count 494,032,768).
+inline Architecture qwen05b()
+{
+    Architecture a;
+    a.family = "qwen2";
+    a.layers = 24;
+    a.hiddenSize = 896;
+    a.attentionHeads = 14;
+    a.kvHeads = 2;
+    a.headDim = 64;
+    a.intermediateSize = 4864;
+    a.vocabSize = 151936;
+    a.tiedEmbeddings = true;
+    a.qkvBias = true;
+    a.contextLength = 32768;
+    return a;
+}
+
+/// Llama-3.1-8B (meta-llama config.json): 32 layers, 32 heads, 8 KV heads of 128.
+inline Architecture llama31_8b()
+{
+    Architecture a;
+    a.family = "llama";
+    a.layers = 32;
+    a.hiddenSize = 4096;
+    a.attentionHeads = 32;
+    a.kvHeads = 8;
+    a.headDim = 128;
+    a.intermediateSize = 14336;
+    a.vocabSize = 128256;
+    a.contextLength = 131072;
+    return a;
+}
+
+/// Llama-2-13B: 40 layers, 40 heads of 128, full MHA.
+inline Architecture llama2_13b()
+{
+    Architecture a;
+    a.family = "llama";
+    a.layers = 40;
+    a.hiddenSize = 5120;
+    a.attentionHeads = 40;
+    a.kvHeads = 40;
+    a.headDim = 128;
+    a.intermediateSize = 13824;
+    a.vocabSize = 32000;
+    a.contextLength = 4096;
+    return a;
+}
+
+} // namespace headroom::test
