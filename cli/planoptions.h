@@ -4,6 +4,7 @@
 
 #include "commands.h"
 
+#include "headroom/core/defaults.h"
 #include "headroom/core/plan.h"
 
 #include <optional>
@@ -40,12 +41,9 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
 /// Runs every request; the first error stops.
 tl::expected<std::vector<PlanResult>, std::string> runPlans(const std::vector<PlanRequest>& requests);
 
-/// The default model of the main job: a Llama-3.1-8B-class model at int4-g128, fp16 KV.
-inline constexpr const char* kDefaultModel = "llama-3.1-8b";
-inline constexpr const char* kDefaultFormat = "int4-g128";
-/// The 8/16/24 GB cards selected at start.
-inline const std::vector<std::string> kDefaultCards = {"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090"};
-/// The engine when none is named.
-inline constexpr const char* kDefaultEngine = "vllm";
+inline constexpr const char* kDefaultModel = kDefaultModelId;
+inline constexpr const char* kDefaultFormat = kDefaultWeightFormat;
+inline const std::vector<std::string>& kDefaultCards = kDefaultCardIds;
+inline constexpr const char* kDefaultEngine = kDefaultEngineId;
 
 } // namespace headroom::cli
