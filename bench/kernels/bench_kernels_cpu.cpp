@@ -1,0 +1,181 @@
+// CPU kernel benchmarks: GEMV per weight format on Llama-3-8B's MLP shape 4096 -> 14336
+// (K = 4096, N = 14336) as a fraction of C_read, the multi-threaded read-only streaming bandwidth
+// measured in the same run over a buffer of at least 4x the last-level cache (gpus.md §6.5).
+// Bytes are counted as Marlin does: weights + scales + activations + output.
+
+#include <benchmark/benchmark.h>
+
+#include "headroom/formats/quantblocks.h"
+#include "headroom/kernels/cpukernels.h"
+#include "headroom/kernels/quantize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fmt = headroom::formats;
+namespace hk = headroom::kernels;
+
+constexpr std::uint32_t kRows = 14336; // N, output features
+constexpr std::uint32_t kCols = 4096;  // K, input features
+
+/// Last-level cache bytes: the larger of what sysconf and a 32 MiB floor say (VMs often
+/// report the host's L3, or nothing).
+std::uint64_t llcBytes() {
+    const long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return std::max<std::uint64_t>(reported > 0 ? static_cast<std::uint64_t>(reported) : 0, 32ull << 20);
+}
+
+/// Sums words [begin, end) with 8 independent integer sums (vectorizable, never optimised away).
+std::uint64_t sumWords(const std::uint64_t* data, std::uint64_t begin, std::uint64_t end) {
+    std::uint64_t acc[8] = {};
+    for (std::uint64_t i = begin; i + 8 <= end; i += 8)
+        for (int j = 0; j < 8; ++j)
+            acc[j] += data[i + j];
+    std::uint64_t sum = 0;
+    for (auto a : acc)
+        sum += a;
+    return sum;
+}
+
+/// C_read in bytes/s: all hardware threads stream disjoint parts of a buffer >= 4x LLC, median of 7.
+double readBandwidth() {
+    static const double measured = [] {
+        const std::uint64_t bytes = 4 * llcBytes();
+        const std::uint64_t words = bytes / 8;
+        std::unique_ptr<std::uint64_t[]> buffer(new std::uint64_t[words]);
+        const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+        auto run = [&](bool touch) {
+            std::vector<std::thread> workers;
+            std::vector<std::uint64_t> sums(threads);
+            for (unsigned t = 0; t < threads; ++t)
+                workers.emplace_back([&, t] {
+                    const std::uint64_t begin = words * t / threads, end = words * (t + 1) / threads;
+                    if (touch)
+                        for (std::uint64_t i = begin; i < end; ++i)
+                            buffer[i] = i;
+                    else
+                        sums[t] = sumWords(buffer.get(), begin, end);
+                });
+            for (auto& w : workers)
+                w.join();
+            benchmark::DoNotOptimize(sums.data());
+        };
+        run(true); // first touch by the threads that read
+        std::vector<double> rates;
+        for (int i = 0; i < 7; ++i) {
+            const auto start = std::chrono::steady_clock::now();
+            run(false);
+            const std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;
+            rates.push_back(double(bytes) / s.count());
+        }
+        std::sort(rates.begin(), rates.end());
+        return rates[rates.size() / 2];
+    }();
+    return measured;
+}
+
+const std::vector<float>& weights() {
+    static const std::vector<float> w = [] {
+        std::vector<float> v(std::uint64_t{kRows} * kCols);
+        std::mt19937 rng(42);
+        std::normal_distribution<float> dist(0.0f, 0.02f);
+        for (float& x : v)
+            x = dist(rng);
+        return v;
+    }();
+    return w;
+}
+
+enum class Format { Fp16, Int8Tensor, Int8Row, Int8G128, Int4Tensor, Int4Row, Int4G128, Nf4B64 };
+
+fmt::QuantLayout layoutOf(Format f) {
+    using fmt::ScaleScope;
+    switch (f) {
+    case Format::Fp16: return fmt::fp16Layout();
+    case Format::Int8Tensor: return fmt::symmetricLayout(8, ScaleScope::Tensor);
+    case Format::Int8Row: return fmt::symmetricLayout(8, ScaleScope::Row);
+    case Format::Int8G128: return fmt::symmetricLayout(8, ScaleScope::Group, 128);
+    case Format::Int4Tensor: return fmt::symmetricLayout(4, ScaleScope::Tensor);
+    case Format::Int4Row: return fmt::symmetricLayout(4, ScaleScope::Row);
+    case Format::Int4G128: return fmt::symmetricLayout(4, ScaleScope::Group, 128);
+    case Format::Nf4B64: return fmt::nf4Layout();
+    }
+    return fmt::fp16Layout();
+}
+
+const hk::QuantizedMatrix& matrix(Format f) {
+    static std::map<Format, hk::QuantizedMatrix> cache;
+    auto it = cache.find(f);
+    if (it == cache.end())
+        it = cache.emplace(f, hk::quantizeMatrix(weights().data(), kRows, kCols, layoutOf(f))).first;
+    return it->second;
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+    for (auto _ : state)
+        benchmark::DoNotOptimize(readBandwidth());
+    state.counters["C_read_bytes_per_second"] = readBandwidth();
+    state.counters["buffer_bytes"] = double(4 * llcBytes());
+}
+BENCHMARK(BM_ReadBandwidth)->Iterations(1);
+
+/// Args: format, batch B, threads (0 = all).
+void BM_Gemv(benchmark::State& state) {
+    const auto format = static_cast<Format>(state.range(0));
+    const auto batch = static_cast<std::uint32_t>(state.range(1));
+    const auto threads = static_cast<unsigned>(state.range(2));
+    const double cRead = readBandwidth();
+    const hk::QuantizedMatrix& m = matrix(format);
+    std::vector<std::uint16_t> x(std::uint64_t{batch} * kCols);
+    std::mt19937 rng(7);
+    for (auto& v : x)
+        v = fmt::floatToHalf(std::normal_distribution<float>(0.0f, 1.0f)(rng));
+    std::vector<float> y(std::uint64_t{batch} * kRows);
+    const hk::GemvArgs args{m.view(), x.data(), batch, y.data(), hk::OutputType::Fp32};
+    for (auto _ : state) {
+        if (hk::gemvCpu(args, {threads}) != hk::Status::Ok)
+            state.SkipWithError("gemvCpu failed");
+        benchmark::ClobberMemory();
+    }
+    const double bytes = double(m.storageBytes() + 2 * x.size() + 4 * y.size());
+    state.counters["bytes_per_second"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["fraction_of_C_read"] = benchmark::Counter(bytes / cRead, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["C_read_bytes_per_second"] = cRead;
+    state.SetLabel(std::string(hk::cpuUsesAvx2() ? "avx2 " : "portable ") + std::to_string(m.storageBytes()) + " B");
+}
+
+const char* const kFormatNames[] = {"fp16", "int8-tensor", "int8-row", "int8-g128",
+                                    "int4-tensor", "int4-row", "int4-g128", "nf4-b64"};
+
+void registerAll() {
+    for (int f = 0; f <= static_cast<int>(Format::Nf4B64); ++f)
+        benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1").c_str(), BM_Gemv)
+            ->Args({f, 1, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+    for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int4G128)}) {
+        benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B16").c_str(), BM_Gemv)
+            ->Args({f, 16, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+        benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1/threads1").c_str(), BM_Gemv)
+            ->Args({f, 1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    registerAll();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+        return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,36 @@
+#pragma once
+/// @file cpukernels.h
+/// Fast CPU kernels: the same operations as reference.h, split over std::thread workers, with
+/// block decoding into small fp32 buffers and fixed-width inner loops that the compiler
+/// vectorizes (an AVX2/FMA/F16C build of the loops is chosen at run time when the CPU has it).
+/// All pointers are host memory.
+
+#include "headroom/kernels/types.h"
+
+namespace headroom::kernels {
+
+/// Options of the fast CPU kernels.
+struct CpuOptions {
+    unsigned threads = 0;   ///< worker threads; 0 = std::thread::hardware_concurrency()
+    bool portable = false;  ///< use the portable loops even where AVX2/FMA/F16C exist (tests both)
+};
+
+/// True when gemvCpu runs @p args (every valid layout, B <= kMaxGemvBatch).
+bool supportsGemvCpu(const GemvArgs& args);
+
+/// y = x W^T (shapes in GemvArgs), rows of W split over threads; each row is decoded block by
+/// block into fp32 and dotted with the fp32 copy of x. Errors: InvalidArgument, NotSupported.
+Status gemvCpu(const GemvArgs& args, CpuOptions options = {});
+
+/// True when decodeAttentionCpu runs @p args (any valid problem).
+bool supportsDecodeAttentionCpu(const DecodeAttentionArgs& args);
+
+/// Decode attention with one online-softmax pass per (sequence, KV head) that serves all G
+/// query heads of the group, so each KV head is read once (shapes in DecodeAttentionArgs).
+/// Errors: InvalidArgument, NotSupported.
+Status decodeAttentionCpu(const DecodeAttentionArgs& args, CpuOptions options = {});
+
+/// Whether the AVX2/FMA/F16C build of the CPU loops is used on this machine.
+bool cpuUsesAvx2();
+
+} // namespace headroom::kernels

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The GPU check (TOOLCHAIN.md §11), run on the GPU machine, which has CUDA, CMake and Ninja but
+# no Debian packages: the header-only dependencies must already be in .deps/include (run
+# scripts/copy-deps.sh on a Debian machine and bring .deps along).
+#
+#   scripts/gpu-check.sh LOG_DIR
+#
+# Configures a Release build without the GUI for the chip there (sm_90, CUDA required), builds
+# it, runs the GPU-labelled tests (ctest -L gpu) and the CUDA kernel benchmarks, writes the full
+# logs to LOG_DIR and prints a short table last. Exit status: 0 when every step passed, else 1.
+set -uo pipefail
+
+if [ $# -lt 1 ]; then
+  echo "usage: $0 LOG_DIR" >&2
+  exit 2
+fi
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mkdir -p "$1"
+logs=$(cd "$1" && pwd)
+build="${HEADROOM_GPU_BUILD_DIR:-$root/build-gpu}"
+jobs=$(nproc 2>/dev/null || echo 4)
+arch="${HEADROOM_CUDA_ARCH:-90}"
+
+declare -a rows=()
+failed=0
+# step NAME LOGFILE COMMAND...: runs the command with its output in LOGFILE, records the row.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local start end rc
+  start=$(date +%s)
+  "$@" >"$logs/$log" 2>&1
+  rc=$?
+  end=$(date +%s)
+  local verdict=PASS
+  if [ "$rc" -ne 0 ]; then verdict="FAIL (exit $rc)"; failed=1; fi
+  rows+=("$(printf '%-22s %-16s %5ss  %s' "$name" "$verdict" "$((end - start))" "$log")")
+  echo "== $name: $verdict ($((end - start)) s, $logs/$log)"
+  return "$rc"
+}
+
+# --- machine facts ---
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi 2>&1 || echo "nvidia-smi not available"
+  command -v nvcc >/dev/null && nvcc --version || /usr/local/cuda/bin/nvcc --version
+  cmake --version | head -1
+  nproc
+} >"$logs/machine.log" 2>&1
+
+if [ ! -f "$root/.deps/include/catch2/catch.hpp" ] || [ ! -f "$root/.deps/include/nlohmann/json.hpp" ]; then
+  echo "gpu-check: $root/.deps/include is missing; run scripts/copy-deps.sh on a Debian machine and bring .deps along" >&2
+  exit 1
+fi
+
+cuda_args=()
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  cuda_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+fi
+generator=()
+if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+
+step configure configure.log \
+  cmake -S "$root" -B "$build" ${generator[@]+"${generator[@]}"} -DCMAKE_BUILD_TYPE=Release \
+    -DHEADROOM_DEPS_INCLUDE=.deps/include -DHEADROOM_BUILD_GUI=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES="$arch" -DHEADROOM_REQUIRE_CUDA=ON ${cuda_args[@]+"${cuda_args[@]}"}
+configured=$?
+
+if [ "$configured" -eq 0 ]; then
+  # Everything first; if another part of the tree does not build, still build and check the kernels.
+  if ! step build build.log cmake --build "$build" -j "$jobs"; then
+    step "build (kernels only)" build-kernels.log \
+      cmake --build "$build" -j "$jobs" --target tst_kernels_ref tst_kernels_cuda bench_kernels_cuda
+  fi
+  step "ctest -L gpu" ctest-gpu.log \
+    ctest --test-dir "$build" -L gpu --output-on-failure --no-tests=error
+  # Skipped (exit 77 = no usable GPU) counts as passed for CTest: say it in the table.
+  if grep -q "Skipped" "$logs/ctest-gpu.log"; then
+    rows+=("$(printf '%-22s %-16s' "  (gpu tests)" "SKIPPED: no usable GPU")")
+    failed=1
+  fi
+  step "ctest kernels (CPU)" ctest-kernels.log \
+    ctest --test-dir "$build" -L kernels -LE gpu --output-on-failure --no-tests=error
+  if [ -x "$build/bin/bench_kernels_cuda" ]; then
+    step "bench_kernels_cuda" bench-kernels-cuda.log "$build/bin/bench_kernels_cuda"
+  else
+    rows+=("$(printf '%-22s %-16s' bench_kernels_cuda "NOT BUILT")")
+    failed=1
+  fi
+fi
+
+echo
+echo "Headroom GPU check, logs in $logs"
+printf '%-22s %-16s %6s  %s\n' step result time log
+for row in "${rows[@]}"; do echo "$row"; done
+if [ -f "$logs/ctest-gpu.log" ]; then
+  grep -E "tests passed|tests failed" "$logs/ctest-gpu.log" | tail -1
+fi
+if [ -f "$logs/bench-kernels-cuda.log" ]; then
+  echo
+  # B_copy line and the kernel table (median us, GB/s, fraction of B_copy, speed-up, CV)
+  grep -E "^(device|B_copy|kernel |cublas|fp16|int8|int4|nf4|attn)" "$logs/bench-kernels-cuda.log"
+fi
+exit "$failed"
