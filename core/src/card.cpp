@@ -1,0 +1,18 @@
+#include "headroom/core/card.h"
+
+namespace headroom {
+
+Card anonymousCard(std::string_view sizeText, Bytes size)
+{
+    Card card;
+    card.id = std::string(sizeText);
+    card.name = "Anonymous " + std::string(sizeText) + " card";
+    card.memoryClass = formatBytes(size);
+    card.totalBytes = size;
+    card.source = "size given by the user (" + std::string(sizeText) + " = " + formatThousands(size.value)
+        + " B); bandwidth, compute and L2 unknown";
+    card.anonymous = true;
+    return card;
+}
+
+} // namespace headroom
