@@ -41,5 +41,6 @@ void registerTableCommand(CLI::App& app, CliContext& ctx);
 void registerFrontierCommand(CLI::App& app, CliContext& ctx);
 void registerListCommands(CLI::App& app, CliContext& ctx);
 void registerInspectCommand(CLI::App& app, CliContext& ctx);
+void registerSpeedCommand(CLI::App& app, CliContext& ctx);
 
 } // namespace headroom::cli

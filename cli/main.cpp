@@ -23,6 +23,7 @@ int main(int argc, char** argv)
     registerTableCommand(app, ctx);
     registerFrontierCommand(app, ctx);
     registerInspectCommand(app, ctx);
+    registerSpeedCommand(app, ctx);
     registerListCommands(app, ctx);
 
     try {

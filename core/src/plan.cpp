@@ -279,6 +279,7 @@ private:
         if (m_weightsFit)
             m_out.frontier = frontier(pool, m_out.modelContextTokens);
         decideFit();
+        estimateSpeed();
     }
 
     void decideFit()
@@ -319,6 +320,19 @@ private:
         }
         m_out.fits = true;
         m_out.reason = "fits: " + formatThousands(m_out.maxResidentTokens) + " resident tokens";
+    }
+
+    void estimateSpeed()
+    {
+        const SpeedCalibration& cal = m_r.speedCalibration;
+        const double bandwidth = cal.bandwidthGBps.value_or(m_r.card.bandwidthGBps);
+        const double tflops = cal.peakTflops.value_or(m_r.card.fp16Tflops);
+        if (bandwidth <= 0)
+            return;
+        SpeedInputs in = speedInputs(m_arch, m_out.weightsBytes, m_out.kvBytesPerToken, bandwidth, tflops);
+        in.calibrated = cal.bandwidthGBps.has_value();
+        const std::uint64_t ctx = m_out.contextTokens > 0 ? m_out.contextTokens : 1;
+        m_out.speed = summarizeSpeed(in, m_out.users, ctx);
     }
 
     const PlanRequest& m_r;

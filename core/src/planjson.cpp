@@ -65,6 +65,27 @@ nlohmann::json planJsonObject(const PlanResult& p)
         frontier.push_back({{"users", f.users}, {"context_tokens", f.contextTokens}});
     j["frontier"] = frontier;
     j["notes"] = p.notes;
+    if (p.speed) {
+        const SpeedSummary& s = *p.speed;
+        nlohmann::json sj;
+        sj["bandwidth_gbps"] = s.bandwidthGBps;
+        sj["peak_tflops"] = s.peakTflops;
+        sj["calibrated"] = s.calibrated;
+        sj["users"] = s.users;
+        sj["context_tokens"] = s.contextTokens;
+        sj["decode_tokens_per_s"] = s.decodeTokensPerSecond;
+        sj["aggregate_tokens_per_s"] = s.aggregateTokensPerSecond;
+        sj["tpot_ms"] = s.tpotMs;
+        sj["ttft_ms"] = s.ttftMs;
+        if (s.kneeBatch)
+            sj["knee_batch"] = *s.kneeBatch;
+        nlohmann::json curve = nlohmann::json::array();
+        for (const SpeedPoint& pt : s.curve)
+            curve.push_back({{"batch", pt.batch}, {"step_ms", pt.stepMs}, {"tokens_per_s", pt.tokensPerSecond},
+                             {"compute_bound", pt.computeBound}});
+        sj["curve"] = curve;
+        j["speed"] = sj;
+    }
     return j;
 }
 

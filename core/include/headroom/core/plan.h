@@ -10,6 +10,7 @@
 #include "headroom/core/kvcache.h"
 #include "headroom/core/modelprofile.h"
 #include "headroom/core/overheads.h"
+#include "headroom/core/speed/planspeed.h"
 #include "headroom/core/weightformat.h"
 
 #include <tl/expected.hpp>
@@ -44,6 +45,7 @@ struct PlanRequest {
     std::optional<bool> flashAttention;           ///< default: the engine's
     std::optional<std::uint64_t> nominalParameters; ///< `--params N`: replaces the derived count
     MeasuredOverheads measured;
+    SpeedCalibration speedCalibration;            ///< measured bandwidth/compute for the speed figures
 };
 
 /// The per-device result.
@@ -85,6 +87,8 @@ struct PlanResult {
     std::uint64_t modelContextTokens = 0;     ///< the model's trained context (0 = unknown)
     std::vector<FrontierPoint> frontier;
     std::vector<std::string> notes;
+    /// Roofline speed at the plan's users and context; absent when the card has no bandwidth figure.
+    std::optional<SpeedSummary> speed;
 
     /// The KV pool, for further capacity questions.
     KvPool pool() const { return {kv, kvBudgetBytes, paging, ubatchTokens}; }

@@ -1,0 +1,131 @@
+// headroom-cli speed: the roofline decode/prefill model, batching and speculative decoding.
+
+#include "commands.h"
+#include "planoptions.h"
+#include "texttable.h"
+
+#include "headroom/core/speed/batching.h"
+#include "headroom/core/speed/speculative.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace headroom::cli {
+
+namespace {
+
+using Align = TextTable::Align;
+
+struct SpeedOptions {
+    PlanOptions plan;
+    double acceptance = 0.8;
+    unsigned draftTokens = 4;
+    double draftCost = 0.1;
+    unsigned requests = 64;
+    unsigned slots = 8;
+    double medianOutputTokens = 18;
+    double outputSigma = 1.06;
+};
+
+std::string fixed(double v, int digits)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+void printRoofline(const PlanResult& p)
+{
+    const SpeedSummary& s = *p.speed;
+    std::cout << "Roofline: " << p.modelId << " " << p.formatId << " on " << p.cardId << " (" << fixed(s.bandwidthGBps, 0)
+              << " GB/s, " << fixed(s.peakTflops, 1) << " TFLOP/s fp16" << (s.calibrated ? ", measured" : ", datasheet")
+              << "), context " << formatThousands(s.contextTokens) << " tokens\n\n";
+    TextTable t;
+    t.addColumn("batch", Align::Right);
+    t.addColumn("step ms", Align::Right);
+    t.addColumn("tokens/s", Align::Right);
+    t.addColumn("per sequence", Align::Right);
+    t.addColumn("bound");
+    for (const SpeedPoint& pt : s.curve)
+        t.addRow({std::to_string(pt.batch), fixed(pt.stepMs, 3), fixed(pt.tokensPerSecond, 1),
+                  fixed(pt.tokensPerSecond / static_cast<double>(pt.batch), 1), pt.computeBound ? "compute" : "memory"});
+    t.print(std::cout, "  ");
+    std::cout << "\n  TTFT (prefill of " << formatThousands(s.contextTokens) << " tokens): " << fixed(s.ttftMs, 1) << " ms\n";
+    std::cout << "  TPOT at " << s.users << " users: " << fixed(s.tpotMs, 2) << " ms ("
+              << fixed(s.aggregateTokensPerSecond, 1) << " tokens/s in all)\n";
+    std::cout << "  knee: " << (s.kneeBatch ? "batch " + std::to_string(*s.kneeBatch) : std::string("beyond batch 1,024"))
+              << " (decode turns compute-bound)\n";
+    if (p.maxUsers)
+        std::cout << "  memory allows " << formatThousands(*p.maxUsers) << " users at this context\n";
+}
+
+void printBatching(const SpeedOptions& o)
+{
+    const auto lengths = skewedOutputLengths(o.requests, o.medianOutputTokens, o.outputSigma);
+    const BatchingResult st = simulateStaticBatching(lengths, o.slots);
+    const BatchingResult ct = simulateContinuousBatching(lengths, o.slots);
+    std::cout << "\nBatching: " << o.requests << " requests, " << o.slots << " slots, output lengths log-normal (median "
+              << fixed(o.medianOutputTokens, 0) << ", total " << formatThousands(st.totalTokens) << " tokens)\n\n";
+    TextTable t;
+    t.addColumn("schedule");
+    t.addColumn("steps", Align::Right);
+    t.addColumn("tokens/step", Align::Right);
+    t.addColumn("mean latency (steps)", Align::Right);
+    t.addColumn("mean in service (steps)", Align::Right);
+    t.addRow({"static", formatThousands(st.totalSteps), fixed(st.tokensPerStep, 2), fixed(st.meanLatencySteps, 1),
+              fixed(st.meanServiceSteps, 1)});
+    t.addRow({"continuous", formatThousands(ct.totalSteps), fixed(ct.tokensPerStep, 2), fixed(ct.meanLatencySteps, 1),
+              fixed(ct.meanServiceSteps, 1)});
+    t.print(std::cout, "  ");
+    std::cout << "  continuous: " << fixed(ct.tokensPerStep / st.tokensPerStep, 2) << "x throughput, "
+              << fixed(st.meanLatencySteps / ct.meanLatencySteps, 2) << "x lower mean latency\n";
+}
+
+void printSpeculative(const SpeedOptions& o)
+{
+    std::cout << "\nSpeculative decoding: acceptance " << o.acceptance << ", draft " << o.draftTokens << " tokens, draft cost "
+              << o.draftCost << " of a target step\n";
+    std::cout << "  " << fixed(speculativeTokensPerVerification(o.acceptance, o.draftTokens), 2)
+              << " tokens per verification, speed-up " << fixed(speculativeSpeedup(o.acceptance, o.draftTokens, o.draftCost), 2)
+              << "x\n";
+}
+
+void run(const SpeedOptions& o, CliContext& ctx)
+{
+    if (o.acceptance < 0 || o.acceptance > 1)
+        return ctx.fail("--acceptance must be within 0..1, got " + std::to_string(o.acceptance));
+    const ProfileSet* profiles = ctx.profiles();
+    if (!profiles)
+        return;
+    auto requests = buildRequests(o.plan, *profiles);
+    if (!requests)
+        return ctx.fail(requests.error());
+    auto plans = runPlans(*requests);
+    if (!plans)
+        return ctx.fail(plans.error());
+    const PlanResult& p = plans->front();
+    if (!p.speed)
+        return ctx.fail("card '" + p.cardId + "' has no bandwidth figure: use a card profile (headroom-cli cards)");
+    printRoofline(p);
+    printBatching(o);
+    printSpeculative(o);
+}
+
+} // namespace
+
+void registerSpeedCommand(CLI::App& app, CliContext& ctx)
+{
+    auto opts = std::make_shared<SpeedOptions>();
+    CLI::App* cmd = app.add_subcommand("speed", "Decode tokens/s against batch, TTFT, the knee; batching and speculative decoding");
+    addPlanOptions(cmd, opts->plan, false);
+    cmd->add_option("--acceptance", opts->acceptance, "Speculative decoding: acceptance rate a")->capture_default_str();
+    cmd->add_option("--draft", opts->draftTokens, "Speculative decoding: draft length g")->capture_default_str()->check(CLI::Range(1u, 64u));
+    cmd->add_option("--draft-cost", opts->draftCost, "Speculative decoding: draft step cost c (fraction of a target step)")
+        ->capture_default_str()->check(CLI::Range(0.0, 10.0));
+    cmd->add_option("--requests", opts->requests, "Batching simulation: requests")->capture_default_str()->check(CLI::Range(1u, 100000u));
+    cmd->add_option("--slots", opts->slots, "Batching simulation: concurrent slots")->capture_default_str()->check(CLI::Range(1u, 4096u));
+    cmd->callback([opts, &ctx] { run(*opts, ctx); });
+}
+
+} // namespace headroom::cli

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Set up, build, and run the whole test suite: CTest (core, ASan+UBSan core, kernels, probes,
+# app offscreen, CLI) and a real-window smoke run of the app under Xvfb.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/setup.sh"
+build="$root/${HEADROOM_BUILD_DIR:-build}"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/runtime-$(id -u)}"
+mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+
+# Guard against a green run that tested nothing (TOOLCHAIN.md §9): the app tests must be listed.
+if [ -x "$build/bin/headroom" ] && ! ctest --test-dir "$build" -N | grep -q "tst_app\|app:"; then
+  echo "test: the app tests were not discovered" >&2
+  exit 1
+fi
+QT_QPA_PLATFORM=offscreen ctest --test-dir "$build" --output-on-failure -j2
+
+if [ -x "$build/bin/headroom" ]; then
+  echo "test: Xvfb smoke run of the desktop app"
+  xvfb-run -a -s "-screen 0 1280x800x24" env -u QT_QPA_PLATFORM "$build/bin/headroom" --quit-after-ms 3000
+  echo "test: Xvfb smoke run passed"
+fi
