@@ -165,3 +165,36 @@ TEST_CASE("tensor parallel halves weights and KV per device", "[plan]")
     r.tensorParallel = 3;
     CHECK_FALSE(makePlan(r)); // 3 does not divide 32 heads
 }
+
+TEST_CASE("SGLang's mem_fraction_static and Ollama's context tiers follow their rules", "[plan][engines]")
+{
+    // engines.md §5 worked values: 24 GB card ~0.85, 16 GB ~0.77, 8 GB ~0.55 (reserved MB =
+    // 512 + 2048 x 1.5 + graph bs x 2 + 128).
+    CHECK(sglangMemFractionStatic(Bytes{24 * kGiB}, 1, 1) == Approx((24576.0 - 3760) / 24576).epsilon(1e-9));
+    CHECK(sglangMemFractionStatic(Bytes{24 * kGiB}, 1, 1) == Approx(0.85).margin(0.005));
+    CHECK(sglangMemFractionStatic(Bytes{16 * kGiB}, 1, 1) == Approx(0.77).margin(0.005));
+    CHECK(sglangMemFractionStatic(Bytes{8 * kGiB}, 1, 1) == Approx(0.55).margin(0.006));
+    // > 60 GiB: at least 10 GiB reserved
+    CHECK(sglangMemFractionStatic(Bytes{80 * kGiB}, 1, 1) <= 70.0 / 80);
+    // Ollama server/routes.go: >= 47 GiB -> 262,144; >= 23 GiB -> 32,768; else 4,096.
+    CHECK(ollamaDefaultContextTokens(Bytes{25'386'024'960ull}) == 32'768); // RTX 4090, 23.64 GiB
+    CHECK(ollamaDefaultContextTokens(Bytes{16'718'495'744ull}) == 4'096);  // RTX 4060 Ti 16 GB
+    CHECK(ollamaDefaultContextTokens(Bytes{150'109'880'320ull}) == 262'144); // H200
+}
+
+TEST_CASE("llama.cpp --fit refuses less than its minimum context", "[plan][engines]")
+{
+    EnginePolicy llama;
+    llama.id = "llama.cpp";
+    llama.name = "llama.cpp";
+    llama.kind = EngineKind::LlamaCpp;
+    llama.fixedReserve = Bytes{1024 * kMiB};
+    llama.cellPaddingFlash = 256;
+    llama.minContextTokens = 4096;
+    // Llama-2-13B at q4_0 (6.8 GiB) on an 8 GiB card leaves room for a few hundred cells.
+    const auto p = makePlan(request(test::llama2_13b(), "q4_0", Bytes{8 * kGiB}, llama));
+    REQUIRE(p);
+    CHECK(p->kvBytesPerToken.value == 819'200);
+    CHECK_FALSE(p->fits);
+    CHECK(p->reason.find("needs at least 4,096") != std::string::npos);
+}
