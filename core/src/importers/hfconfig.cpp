@@ -1,0 +1,369 @@
+#include "headroom/core/importers/hfconfig.h"
+
+#include "importutil.h"
+#include "jsonutil.h"
+
+#include <algorithm>
+#include <set>
+
+namespace headroom {
+
+using importers::JsonFailure;
+using importers::JsonObject;
+using importers::makeError;
+
+namespace {
+
+/// Families whose checkpoints are encoder-only or not transformer decoders at all.
+const std::set<std::string> kUnsupported = {"bert", "roberta", "distilbert", "albert", "electra", "deberta",
+                                            "deberta-v2", "xlm-roberta", "t5", "mt5", "bart", "whisper",
+                                            "clip", "vit", "wav2vec2", "mpnet", "nomic_bert"};
+
+/// transformers model_type -> Headroom family.
+std::string familyOf(const std::string& modelType, bool* known)
+{
+    static const std::map<std::string, std::string> map = {
+        {"llama", "llama"},         {"mistral", "mistral"},   {"mixtral", "mixtral"},
+        {"qwen2", "qwen2"},         {"qwen3", "qwen3"},       {"qwen2_moe", "qwen2moe"},
+        {"qwen3_moe", "qwen3moe"},  {"gemma", "gemma"},       {"gemma2", "gemma2"},
+        {"gemma3", "gemma3"},       {"gemma3_text", "gemma3"},{"phi3", "phi3"},
+        {"deepseek_v2", "deepseek2"}, {"deepseek_v3", "deepseek2"},
+        {"falcon", "falcon"},       {"RefinedWebModel", "falcon"}, {"RefinedWeb", "falcon"},
+        {"gpt2", "gpt2"},           {"opt", "opt"},           {"cohere", "command-r"},
+        {"cohere2", "command-r"},
+    };
+    auto it = map.find(modelType);
+    *known = it != map.end();
+    return *known ? it->second : modelType;
+}
+
+std::string dtypeId(const std::string& torchDtype)
+{
+    if (torchDtype == "bfloat16")
+        return "bf16";
+    if (torchDtype == "float16" || torchDtype == "half")
+        return "fp16";
+    if (torchDtype == "float32" || torchDtype == "float")
+        return "fp32";
+    return {};
+}
+
+/// quantization_config -> Headroom weight format id (weightformat.h).
+std::optional<std::string> quantFormat(const JsonObject& q, std::vector<std::string>& warnings)
+{
+    const std::string method = q.stringOf("quant_method").value_or("");
+    const std::uint64_t bits = q.uintOf("bits").value_or(q.uintOf("w_bit").value_or(4));
+    if (method == "gptq" || method == "awq") {
+        std::uint64_t group = q.firstUint({"group_size", "q_group_size"}).value_or(128);
+        if (bits != 4)
+            warnings.push_back(method + " with " + std::to_string(bits) + " bits: priced as 4-bit");
+        if (group == 0 || group > 4096) { // -1 (per-column) is read as absent or rejected
+            warnings.push_back(method + " group_size " + std::to_string(group) + ": priced with groups of 128");
+            group = 128;
+        }
+        return method + "-g" + std::to_string(group);
+    }
+    if (method == "bitsandbytes" || q.has("load_in_4bit") || q.has("load_in_8bit")) {
+        if (q.boolOf("load_in_4bit").value_or(false)) {
+            const std::string type = q.stringOf("bnb_4bit_quant_type").value_or("fp4");
+            if (type != "nf4")
+                warnings.push_back("bitsandbytes 4-bit type \"" + type + "\" priced as nf4 (same block layout)");
+            return q.boolOf("bnb_4bit_use_double_quant").value_or(false) ? "nf4-bnb-dq" : "nf4-bnb";
+        }
+        if (q.boolOf("load_in_8bit").value_or(false))
+            return std::string("int8-row"); // LLM.int8(): int8 weights with one absmax per row
+        warnings.push_back("bitsandbytes quantization_config without load_in_4bit/load_in_8bit: ignored");
+        return std::nullopt;
+    }
+    if (method == "fp8" || method == "fbgemm_fp8")
+        return std::string("fp8");
+    warnings.push_back("quantization_config quant_method \"" + method + "\" is not mapped to a weight format");
+    return std::nullopt;
+}
+
+HfConfig parse(const nlohmann::json& root, const std::string& file)
+{
+    HfConfig out;
+    JsonObject top(root, file);
+    // Multimodal configs nest the language model under text_config (llava, gemma3, mllama, ...).
+    const nlohmann::json* textConfig = top.objectOf("text_config");
+    const bool nested = textConfig && !top.has("num_hidden_layers") && !top.has("n_layer");
+    const nlohmann::json& j = nested ? *textConfig : root;
+    JsonObject c(j, file, nested ? "text_config" : "");
+    std::vector<std::string>& warnings = out.warnings;
+
+    std::string modelType = c.stringOf("model_type").value_or("");
+    if (modelType.empty())
+        modelType = top.stringOf("model_type").value_or("");
+    if (modelType.empty())
+        c.fail(ImportErrorCode::MissingKey, "model_type", "no model_type: cannot tell the model family");
+    out.modelType = modelType;
+    if (kUnsupported.count(modelType))
+        c.fail(ImportErrorCode::UnsupportedArchitecture, "model_type",
+               "model_type \"" + modelType + "\" is not a decoder-only language model");
+    bool known = false;
+    Architecture& a = out.architecture;
+    a.family = familyOf(modelType, &known);
+    if (!known)
+        warnings.push_back("model_type \"" + modelType + "\" is not known to Headroom: read as a llama-like decoder");
+    const std::string& f = a.family;
+    const bool isFalcon = f == "falcon";
+    const bool isGpt2 = f == "gpt2";
+    const bool isOpt = f == "opt";
+
+    auto required = [&](std::initializer_list<const char*> keys, const char* what) -> std::uint64_t {
+        auto v = c.firstUint(keys);
+        if (!v) {
+            std::string names;
+            for (const char* k : keys)
+                names += (names.empty() ? "" : " / ") + std::string(k);
+            c.fail(ImportErrorCode::MissingKey, *keys.begin(), std::string("no ") + what + " (" + names + ")");
+        }
+        return *v;
+    };
+    const std::uint64_t layers = required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}, "layer count");
+    const std::uint64_t hidden = required({"hidden_size", "n_embd", "d_model", "dim"}, "hidden size");
+    const std::uint64_t heads = required({"num_attention_heads", "n_head", "n_heads", "num_heads"}, "attention head count");
+    if (layers == 0 || layers > 10'000)
+        c.fail(ImportErrorCode::BadValue, "num_hidden_layers", "layer count " + std::to_string(layers) + ", expected 1..10000");
+    if (hidden == 0 || hidden > (1u << 20))
+        c.fail(ImportErrorCode::BadValue, "hidden_size", "hidden size " + std::to_string(hidden) + ", expected 1..2^20");
+    if (heads == 0 || heads > (1u << 14))
+        c.fail(ImportErrorCode::BadValue, "num_attention_heads", "head count " + std::to_string(heads) + ", expected 1..16384");
+    a.layers = static_cast<std::uint32_t>(layers);
+    a.hiddenSize = hidden;
+    a.attentionHeads = static_cast<std::uint32_t>(heads);
+
+    // KV heads: num_key_value_heads; falcon's multi_query / num_kv_heads; absent = MHA.
+    std::optional<std::uint64_t> kv = c.firstUint({"num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"});
+    if (isFalcon) {
+        const bool newArch = c.boolOf("new_decoder_architecture").value_or(false);
+        if (newArch)
+            kv = c.uintOf("num_kv_heads").value_or(heads);
+        else if (c.boolOf("multi_query").value_or(modelType == "falcon")) // FalconConfig defaults multi_query=True, RWConfig False
+            kv = 1;
+        else if (!kv)
+            kv = heads;
+    }
+    if (!kv)
+        kv = heads; // no num_key_value_heads: multi-head attention (llama-1, gpt2, opt)
+    if (*kv == 0 || *kv > heads || heads % *kv != 0)
+        c.fail(ImportErrorCode::BadValue, "num_key_value_heads",
+               "KV head count " + std::to_string(*kv) + " must divide the " + std::to_string(heads) + " attention heads");
+    a.kvHeads = static_cast<std::uint32_t>(*kv);
+
+    if (auto hd = c.uintOf("head_dim")) {
+        if (*hd == 0 || *hd > (1u << 14))
+            c.fail(ImportErrorCode::BadValue, "head_dim", "head_dim " + std::to_string(*hd) + ", expected 1..16384");
+        a.headDim = static_cast<std::uint32_t>(*hd);
+    } else {
+        if (hidden % heads != 0)
+            c.fail(ImportErrorCode::BadValue, "hidden_size",
+                   "hidden size " + std::to_string(hidden) + " is not a multiple of the " + std::to_string(heads) +
+                       " heads and there is no head_dim");
+        a.headDim = static_cast<std::uint32_t>(hidden / heads);
+    }
+
+    // MLP width.
+    if (isGpt2)
+        a.intermediateSize = c.uintOf("n_inner").value_or(4 * hidden);
+    else if (isFalcon)
+        a.intermediateSize = c.uintOf("ffn_hidden_size").value_or(4 * hidden);
+    else if (auto ff = c.firstUint({"intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"}))
+        a.intermediateSize = *ff;
+    else
+        c.fail(ImportErrorCode::MissingKey, "intermediate_size", "no MLP width (intermediate_size / ffn_dim)");
+
+    a.vocabSize = required({"vocab_size", "padded_vocab_size", "n_vocab"}, "vocabulary size");
+    if (a.vocabSize == 0 || a.vocabSize > (1u << 24))
+        c.fail(ImportErrorCode::BadValue, "vocab_size", "vocabulary size " + std::to_string(a.vocabSize) + ", expected 1..2^24");
+
+    // Context.
+    std::string ctxKey;
+    if (auto ctx = c.firstUint({"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length",
+                                "n_ctx", "max_seq_len"}, &ctxKey))
+        out.contextLength = *ctx;
+    else if (isFalcon) {
+        out.contextLength = 2048; // falcon-7b/40b were trained with 2,048 tokens (RW configs omit the key)
+        warnings.push_back("no max_position_embeddings: falcon's trained context of 2048 assumed");
+    } else
+        warnings.push_back("no max_position_embeddings: context length unknown");
+    a.contextLength = out.contextLength;
+
+    // Embeddings, norms, biases, MLP kind.
+    static const std::set<std::string> tiedByDefault = {"gemma", "gemma2", "gemma3", "gpt2", "opt", "falcon", "command-r"};
+    a.tiedEmbeddings = c.boolOf("tie_word_embeddings").value_or(tiedByDefault.count(f) > 0);
+    if (nested && !c.has("tie_word_embeddings"))
+        if (auto t = top.boolOf("tie_word_embeddings"))
+            a.tiedEmbeddings = *t;
+    if (isGpt2 || isOpt || isFalcon || f == "command-r")
+        a.norm = NormKind::LayerNorm;
+    if (isGpt2 || isOpt || isFalcon)
+        a.mlp = MlpKind::Plain;
+    if (isGpt2) {
+        a.qkvBias = a.outputProjBias = a.mlpBias = true;
+        a.positionEmbeddingRows = c.uintOf("n_positions").value_or(out.contextLength);
+    } else if (isOpt) {
+        const bool bias = c.boolOf("enable_bias").value_or(true);
+        a.qkvBias = a.outputProjBias = a.mlpBias = bias;
+        a.positionEmbeddingRows = out.contextLength + 2; // OPTLearnedPositionalEmbedding offset of 2
+        if (auto proj = c.uintOf("word_embed_proj_dim"); proj && *proj != hidden)
+            warnings.push_back("word_embed_proj_dim " + std::to_string(*proj) +
+                               " differs from hidden_size: project_in/project_out are not counted");
+    } else if (isFalcon) {
+        const bool bias = c.boolOf("bias").value_or(false);
+        a.qkvBias = a.outputProjBias = a.mlpBias = bias;
+        if (c.boolOf("alibi").value_or(false))
+            warnings.push_back("falcon with alibi: no rotary embedding");
+        if (c.boolOf("new_decoder_architecture").value_or(false))
+            a.normsPerLayer = 2; // ln_attn + ln_mlp
+        else
+            a.normsPerLayer = c.boolOf("parallel_attn").value_or(true) ? 1 : 2;
+    } else if (f == "qwen2" || f == "qwen2moe") {
+        a.qkvBias = true; // Qwen2Attention: q/k/v projections with bias, o_proj without
+    } else {
+        const bool attnBias = c.boolOf("attention_bias").value_or(false);
+        a.qkvBias = attnBias;
+        a.outputProjBias = attnBias;
+        a.mlpBias = c.boolOf("mlp_bias").value_or(false);
+    }
+    if (f == "gemma2" || f == "gemma3")
+        a.normsPerLayer = 4; // input, post_attention, pre_feedforward, post_feedforward
+    if (f == "qwen3" || f == "qwen3moe" || f == "gemma3")
+        a.qkNorm = true; // Qwen3Attention / Gemma3Attention: RMSNorm on q and k per head, [head_dim] each
+    if (f == "command-r")
+        a.normsPerLayer = 1; // parallel attention + MLP from one input_layernorm
+
+    // Mixture of experts.
+    if (auto experts = c.firstUint({"num_local_experts", "n_routed_experts", "num_experts"}); experts && *experts > 0) {
+        a.moe.expertCount = static_cast<std::uint32_t>(std::min<std::uint64_t>(*experts, 1u << 20));
+        a.moe.expertsPerToken = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+            c.firstUint({"num_experts_per_tok", "num_experts_per_token", "top_k"}).value_or(2), 1u << 20));
+        a.moe.expertFfnSize = c.uintOf("moe_intermediate_size").value_or(a.intermediateSize);
+        a.moe.sharedExperts = static_cast<std::uint32_t>(std::min<std::uint64_t>(c.uintOf("n_shared_experts").value_or(0), 1u << 20));
+        a.moe.denseFirstLayers = static_cast<std::uint32_t>(std::min<std::uint64_t>(c.uintOf("first_k_dense_replace").value_or(0), layers));
+        if (auto freq = c.uintOf("moe_layer_freq"); freq && *freq != 1)
+            warnings.push_back("moe_layer_freq " + std::to_string(*freq) + ": every layer after the dense ones is counted as MoE");
+        if (c.has("shared_expert_intermediate_size"))
+            warnings.push_back("shared_expert_intermediate_size is not modelled: the shared expert is not counted");
+    }
+
+    // Multi-head latent attention (DeepSeek-V2/V3).
+    if (auto rank = c.uintOf("kv_lora_rank"); rank && *rank > 0) {
+        auto dim = [&](const char* key) {
+            const std::uint64_t v = c.uintOf(key).value_or(0);
+            if (v > (1u << 20))
+                c.fail(ImportErrorCode::BadValue, key, std::string(key) + " " + std::to_string(v) + " is absurd");
+            return static_cast<std::uint32_t>(v);
+        };
+        a.mla.kvLoraRank = dim("kv_lora_rank");
+        a.mla.qLoraRank = dim("q_lora_rank");
+        a.mla.qkRopeHeadDim = dim("qk_rope_head_dim");
+        a.mla.qkNopeHeadDim = dim("qk_nope_head_dim");
+        a.mla.vHeadDim = dim("v_head_dim");
+        if (a.mla.qkNopeHeadDim + a.mla.qkRopeHeadDim > 0)
+            a.headDim = a.mla.qkNopeHeadDim + a.mla.qkRopeHeadDim;
+        if (a.mla.vHeadDim > 0 && a.mla.vHeadDim != a.headDim)
+            a.valueHeadDim = a.mla.vHeadDim;
+    }
+
+    // Sliding window (which layers slide follows each family's modeling_*.py).
+    std::optional<std::uint64_t> window = c.uintOf("sliding_window");
+    if (c.has("use_sliding_window") && !c.boolOf("use_sliding_window").value_or(false))
+        window.reset(); // qwen2: the key is present but unused
+    if (const nlohmann::json* types = c.arrayOf("layer_types")) {
+        std::vector<bool> flags;
+        for (const auto& t : *types) {
+            if (!t.is_string())
+                c.fail(ImportErrorCode::WrongKeyType, "layer_types", "expected strings, found " + std::string(t.type_name()));
+            flags.push_back(t.get<std::string>().find("sliding") != std::string::npos);
+        }
+        if (flags.size() != layers)
+            c.fail(ImportErrorCode::BadValue, "layer_types",
+                   std::to_string(flags.size()) + " entries, expected one per layer (" + std::to_string(layers) + ")");
+        if (window && std::find(flags.begin(), flags.end(), true) != flags.end())
+            a.sliding.slidingLayers = flags;
+        else if (std::find(flags.begin(), flags.end(), true) == flags.end())
+            window.reset();
+    } else if (window && *window > 0) {
+        std::uint64_t pattern = 0;
+        if (f == "gemma2")
+            pattern = 2; // Gemma2DecoderLayer: is_sliding = not bool(layer_idx % 2)
+        if (auto p = c.uintOf("sliding_window_pattern"))
+            pattern = *p;
+        if (f == "gemma2" && pattern == 2) {
+            for (std::uint64_t i = 0; i < layers; ++i)
+                a.sliding.slidingLayers.push_back(i % 2 == 0);
+        } else if (pattern > 1) {
+            // gemma3 / cohere2: every pattern-th layer is global: sliding = (i + 1) % pattern != 0
+            for (std::uint64_t i = 0; i < layers; ++i)
+                a.sliding.slidingLayers.push_back((i + 1) % pattern != 0);
+        } else if (f == "qwen2" || f == "qwen2moe" || f == "qwen3") {
+            const std::uint64_t first = c.uintOf("max_window_layers").value_or(0);
+            if (first > 0 && first < layers)
+                for (std::uint64_t i = 0; i < layers; ++i)
+                    a.sliding.slidingLayers.push_back(i >= first);
+        }
+    }
+    if (window && *window > 0)
+        a.sliding.windowTokens = *window;
+
+    // rope_scaling: the trained context stays max_position_embeddings; note the scaling.
+    if (const nlohmann::json* rs = c.objectOf("rope_scaling")) {
+        JsonObject r(*rs, file, c.path("rope_scaling"));
+        const std::string type = r.stringOf("rope_type").value_or(r.stringOf("type").value_or(""));
+        const double factor = r.numberOf("factor").value_or(1.0);
+        if ((type == "linear" || type == "dynamic") && factor > 1.0)
+            warnings.push_back("rope_scaling " + type + " factor " + std::to_string(factor) +
+                               ": max_position_embeddings " + std::to_string(out.contextLength) +
+                               " may be extended by the engine");
+    }
+
+    // Checkpoint dtype and quantization.
+    const std::string torchDtype = c.stringOf("torch_dtype").value_or(top.stringOf("torch_dtype").value_or(
+        c.stringOf("dtype").value_or(top.stringOf("dtype").value_or(""))));
+    out.checkpointDtype = dtypeId(torchDtype);
+    if (out.checkpointDtype.empty()) {
+        out.checkpointDtype = "bf16";
+        warnings.push_back(torchDtype.empty() ? "no torch_dtype: weights priced in bf16"
+                                              : "torch_dtype \"" + torchDtype + "\" unknown: weights priced in bf16");
+    }
+    if (const nlohmann::json* q = top.objectOf("quantization_config"))
+        out.weightFormatId = quantFormat(JsonObject(*q, file, "quantization_config"), warnings);
+    else if (const nlohmann::json* q2 = c.objectOf("quantization_config"))
+        out.weightFormatId = quantFormat(JsonObject(*q2, file, c.path("quantization_config")), warnings);
+    out.transformersVersion = top.stringOf("transformers_version").value_or("");
+
+    if (std::string problem = validateArchitecture(a); !problem.empty())
+        c.fail(ImportErrorCode::BadValue, "", problem);
+    return out;
+}
+
+} // namespace
+
+tl::expected<HfConfig, ImportError> parseHfConfig(std::string_view json, std::string fileName)
+{
+    auto root = importers::parseJson(json, fileName);
+    if (!root)
+        return tl::unexpected(root.error());
+    if (!root->is_object())
+        return tl::unexpected(makeError(ImportErrorCode::BadJson, fileName,
+                                        std::string("expected a JSON object, found ") + root->type_name(), 0));
+    try {
+        return parse(*root, fileName);
+    } catch (const JsonFailure& f) {
+        return tl::unexpected(f.error);
+    } catch (const std::exception& e) { // nlohmann type errors that slipped through
+        return tl::unexpected(makeError(ImportErrorCode::BadJson, fileName, e.what()));
+    }
+}
+
+tl::expected<HfConfig, ImportError> readHfConfig(const std::filesystem::path& path)
+{
+    auto text = importers::readSmallFile(path, 16u << 20);
+    if (!text)
+        return tl::unexpected(text.error());
+    return parseHfConfig(*text, path.string());
+}
+
+} // namespace headroom
