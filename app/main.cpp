@@ -1,0 +1,147 @@
+// headroom: the desktop app. What fits on a GPU for LLM inference, and proof on the device.
+
+#include "mainwindow.h"
+#include "theme.h"
+
+#include "headroom/core/profiles.h"
+#include "headroom/core/version.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QIcon>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPixmap>
+#include <QSettings>
+#include <QTabWidget>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace {
+
+// The app icon, drawn: a card with a stacked memory bar (weights, KV, overheads, free).
+QIcon appIcon()
+{
+    QPixmap pm(64, 64);
+    pm.fill(Qt::transparent);
+    QPainter p(&pm);
+    p.setRenderHint(QPainter::Antialiasing);
+    p.setBrush(QColor(0x26, 0x32, 0x38));
+    p.setPen(Qt::NoPen);
+    p.drawRoundedRect(4, 8, 56, 48, 6, 6);
+    p.fillRect(10, 24, 20, 24, QColor(0x4e, 0x79, 0xa7));
+    p.fillRect(30, 30, 12, 18, QColor(0x59, 0xa1, 0x4f));
+    p.fillRect(42, 38, 8, 10, QColor(0xf2, 0x8e, 0x2b));
+    p.fillRect(10, 14, 44, 4, QColor(0xdd, 0xe3, 0xe8));
+    return QIcon(pm);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("headroom"));
+    QApplication::setApplicationName(QStringLiteral("headroom"));
+    QApplication::setApplicationVersion(QString::fromStdString(headroom::toolVersion()));
+    QApplication::setApplicationDisplayName(QStringLiteral("Headroom"));
+    QApplication::setDesktopFileName(QStringLiteral("headroom"));
+    QApplication::setWindowIcon(appIcon());
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("What fits on a GPU for LLM inference: weights, KV cache and overheads."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Render the main window to a PNG and exit."),
+                                        QStringLiteral("FILE"));
+    const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1280x800."), QStringLiteral("WxH"),
+                                  QStringLiteral("1280x800"));
+    const QCommandLineOption dark(QStringLiteral("dark"), QStringLiteral("Use the dark palette."));
+    const QCommandLineOption light(QStringLiteral("light"), QStringLiteral("Use the light palette."));
+    const QCommandLineOption quitAfter(QStringLiteral("quit-after-ms"), QStringLiteral("Quit after N milliseconds (smoke tests)."),
+                                       QStringLiteral("N"));
+    const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("Model profile id, or a path to a config.json, a model "
+                                                                           "directory or a .gguf."),
+                                   QStringLiteral("M"));
+    const QCommandLineOption profiles(QStringLiteral("profiles"), QStringLiteral("Folder of the built-in profiles."),
+                                      QStringLiteral("DIR"));
+    const QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("Detail tab to show: plots, bill, engines or probes."),
+                                 QStringLiteral("NAME"), QStringLiteral("plots"));
+    parser.addOptions({screenshot, size, dark, light, quitAfter, model, profiles, tab});
+    parser.process(app);
+
+    const bool shooting = parser.isSet(screenshot);
+    int width = 1280;
+    int height = 800;
+    if (parser.isSet(size) || shooting) {
+        const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+        bool okW = false;
+        bool okH = false;
+        if (wh.size() == 2) {
+            width = wh[0].toInt(&okW);
+            height = wh[1].toInt(&okH);
+        }
+        if (!okW || !okH || width < 320 || height < 240) {
+            std::fprintf(stderr, "headroom: --size expects WxH such as 1280x800, got '%s'\n", qPrintable(parser.value(size)));
+            return 1;
+        }
+    }
+
+    const bool useSettings = !shooting && !parser.isSet(quitAfter);
+    bool darkPalette = parser.isSet(dark);
+    if (!parser.isSet(dark) && !parser.isSet(light) && useSettings)
+        darkPalette = QSettings().value(QStringLiteral("view/dark"), false).toBool();
+    headroom::app::applyTheme(app, darkPalette);
+
+    const std::filesystem::path exe = QCoreApplication::applicationFilePath().toStdString();
+    const std::filesystem::path builtin = parser.isSet(profiles) ? std::filesystem::path(parser.value(profiles).toStdString())
+                                                                 : headroom::defaultProfilesDir(exe);
+    auto loaded = headroom::loadProfiles(builtin, shooting ? std::filesystem::path() : headroom::defaultUserProfilesDir());
+    if (!loaded) {
+        const QString message = QString::fromStdString("Cannot load profiles: " + headroom::toString(loaded.error()));
+        std::fprintf(stderr, "headroom: %s\n", qPrintable(message));
+        if (!shooting)
+            QMessageBox::critical(nullptr, QStringLiteral("Headroom"), message);
+        return 1;
+    }
+
+    headroom::app::MainWindow::Options options;
+    options.useSettings = useSettings;
+    options.detectGpus = !shooting;
+    options.modelArg = parser.value(model).toStdString();
+    headroom::app::MainWindow window(headroom::app::Catalog(std::move(*loaded)), options);
+    if (shooting || parser.isSet(size))
+        window.resize(width, height);
+    else if (!useSettings)
+        window.resize(1280, 800);
+    const QStringList tabs = {QStringLiteral("plots"), QStringLiteral("bill"), QStringLiteral("engines"), QStringLiteral("probes")};
+    const qsizetype tabIndex = tabs.indexOf(parser.value(tab));
+    if (tabIndex < 0) {
+        std::fprintf(stderr, "headroom: --tab expects plots, bill, engines or probes\n");
+        return 1;
+    }
+    window.detailTabs()->setCurrentIndex(static_cast<int>(tabIndex));
+    window.show();
+
+    if (shooting) {
+        const QString file = parser.value(screenshot);
+        // Let layouts and charts settle (and an imported model arrive) before rendering.
+        QTimer::singleShot(600, &window, [&window, file] {
+            const bool ok = headroom::app::saveScreenshot(window, file);
+            if (!ok)
+                std::fprintf(stderr, "headroom: cannot write %s\n", qPrintable(file));
+            QCoreApplication::exit(ok ? 0 : 1);
+        });
+    }
+    if (parser.isSet(quitAfter)) {
+        bool ok = false;
+        const int ms = parser.value(quitAfter).toInt(&ok);
+        if (!ok || ms < 0) {
+            std::fprintf(stderr, "headroom: --quit-after-ms expects a number of milliseconds\n");
+            return 1;
+        }
+        QTimer::singleShot(ms, &app, &QCoreApplication::quit);
+    }
+    return app.exec();
+}

@@ -1,0 +1,40 @@
+#pragma once
+// The stacked memory bar of one plan at the chosen point: weights, each overhead, the KV cache,
+// free, the engine's reserve, and any overflow, with exact figures on hover.
+
+#include "breakdownmodel.h"
+
+#include <QWidget>
+
+namespace headroom::app {
+
+class MemoryBar : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit MemoryBar(QWidget* parent = nullptr);
+
+    void setSegments(std::vector<BillSegment> segments, Bytes cardTotal);
+    const std::vector<BillSegment>& segments() const { return m_segments; }
+
+    /// The segment under x (widget coordinates), or -1.
+    int segmentAt(int x) const;
+    /// The hover text of segment @p i: "KV cache: 4,294,967,296 B (4.00 GiB), 16.9 % of the card\n<note>".
+    QString toolTipFor(int i) const;
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    bool event(QEvent* event) override;
+
+private:
+    QRectF barRect() const;
+    std::vector<std::pair<double, double>> spans() const;   // [x0, x1) per segment
+
+    std::vector<BillSegment> m_segments;
+    Bytes m_cardTotal;
+};
+
+} // namespace headroom::app

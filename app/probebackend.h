@@ -1,0 +1,75 @@
+#pragma once
+// The probe runner's view of the probes: a small interface of the app's own, so that the panel,
+// its worker and its tests do not depend on how probes are built. createProbeBackend() is the
+// one wiring point to headroom_probes (probebackend.cpp); without that target the app gets a
+// backend whose only device is "CPU (probes not built)", disabled.
+
+#include "headroom/core/plan.h"
+
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace headroom::app {
+
+/// A device a probe can run on.
+struct ProbeDevice {
+    QString id;          ///< "cuda:0", "cpu"
+    QString name;        ///< "NVIDIA GeForce RTX 4090", "CPU (probes not built)"
+    Bytes totalBytes;    ///< 0 when unknown
+    bool usable = false; ///< false: listed, but disabled
+};
+
+/// What a measured quantity counts.
+enum class ProbeUnit { Bytes, Tokens, Nanoseconds };
+
+/// One line of predicted against measured.
+struct ProbeRow {
+    QString probe;               ///< "allocation", "limit search", "decode step"
+    QString quantity;            ///< "KV cache bytes for 295 tokens"
+    ProbeUnit unit = ProbeUnit::Bytes;
+    std::uint64_t predicted = 0;
+    std::uint64_t measured = 0;
+    std::uint64_t batch = 0;     ///< decode-step rows: the batch measured (the tokens/s plot)
+    bool pass = false;
+    QString note;                ///< tolerance, or why it failed
+};
+
+/// What to probe.
+struct ProbeJob {
+    QString deviceId;
+    QStringList probes;          ///< names from ProbeBackend::probeNames()
+    PlanResult plan;             ///< the plan whose figures are checked
+    PlanRequest request;         ///< how it was made (model, formats, engine)
+};
+
+/// Progress and cancellation as plain calls (STYLE §2); the runner adapts them to a QPromise.
+class ProbeProgress
+{
+public:
+    virtual ~ProbeProgress() = default;
+    /// @p fraction in [0, 1]; @p stage a short line ("allocating KV cache").
+    virtual void report(double fraction, const QString& stage) = 0;
+    virtual bool cancelled() const = 0;
+};
+
+class ProbeBackend
+{
+public:
+    virtual ~ProbeBackend() = default;
+    virtual std::vector<ProbeDevice> devices() const = 0;
+    virtual QStringList probeNames() const = 0;
+    /// Runs on a worker thread, one job at a time; returns the rows so far when cancelled.
+    virtual std::vector<ProbeRow> run(const ProbeJob& job, ProbeProgress& progress) = 0;
+};
+
+/// The backend of this build: headroom_probes when it was built, else the "not built" one.
+std::unique_ptr<ProbeBackend> createProbeBackend();
+
+/// True when this build links headroom_probes.
+bool probesBuilt();
+
+} // namespace headroom::app

@@ -1,0 +1,29 @@
+#pragma once
+// "Roofline estimate" of decode speed against batch, for the tokens/s plot while the core has no
+// speed model (BRIEF §2): one decode step streams every weight byte and the batch's KV cache,
+// and computes 2 FLOPs per parameter per sequence, so
+//     step_time = max((weights_bytes + kv_bytes) / bandwidth, flops / peak)
+//     tokens/s  = batch / step_time
+
+#include "headroom/core/card.h"
+#include "headroom/core/plan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace headroom::app {
+
+struct RooflinePoint {
+    std::uint64_t batch = 0;      ///< sequences decoded together
+    double stepSeconds = 0;       ///< one decode step
+    double tokensPerSecond = 0;   ///< batch / step
+    bool computeBound = false;    ///< the FLOP term is the larger
+    bool fits = false;            ///< batch x context fits in the plan's KV budget
+};
+
+/// Points for batch = 1, 2, 4, ... up to @p maxBatch at @p contextTokens per sequence; empty
+/// when the card has no bandwidth or peak figure.
+std::vector<RooflinePoint> rooflineEstimate(const PlanResult& plan, const Card& card, std::uint64_t contextTokens,
+                                            std::uint64_t maxBatch = 256);
+
+} // namespace headroom::app

@@ -1,0 +1,213 @@
+#include "whatfitsmodel.h"
+
+#include "formatting.h"
+
+#include <QGuiApplication>
+#include <QPalette>
+
+namespace headroom::app {
+
+WhatFitsModel::WhatFitsModel(QObject* parent)
+    : QAbstractTableModel(parent)
+{
+}
+
+void WhatFitsModel::setMatrix(std::vector<MatrixRow> rows, std::vector<std::string> cardIds, std::vector<QString> cardLabels,
+                              std::uint64_t contextTokens)
+{
+    beginResetModel();
+    m_rows = std::move(rows);
+    m_cardIds = std::move(cardIds);
+    m_cardLabels = std::move(cardLabels);
+    m_contextTokens = contextTokens;
+    endResetModel();
+}
+
+int WhatFitsModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
+}
+
+int WhatFitsModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : FixedColumnCount + static_cast<int>(m_cardIds.size());
+}
+
+const MatrixRow* WhatFitsModel::row(int r) const
+{
+    return r >= 0 && r < static_cast<int>(m_rows.size()) ? &m_rows[static_cast<std::size_t>(r)] : nullptr;
+}
+
+const PlanResult* WhatFitsModel::plan(const QModelIndex& index) const
+{
+    const MatrixRow* r = index.isValid() ? row(index.row()) : nullptr;
+    const int card = index.column() - FixedColumnCount;
+    if (!r || card < 0 || card >= static_cast<int>(r->cells.size()))
+        return nullptr;
+    const auto& cell = r->cells[static_cast<std::size_t>(card)];
+    return cell ? &*cell : nullptr;
+}
+
+std::string WhatFitsModel::cardId(int column) const
+{
+    const int card = column - FixedColumnCount;
+    return card >= 0 && card < static_cast<int>(m_cardIds.size()) ? m_cardIds[static_cast<std::size_t>(card)] : std::string();
+}
+
+QModelIndex WhatFitsModel::find(const std::string& modelId, const std::string& formatId, const std::string& cardId) const
+{
+    for (std::size_t r = 0; r < m_rows.size(); ++r) {
+        if (m_rows[r].modelId != modelId || m_rows[r].formatId != formatId)
+            continue;
+        for (std::size_t c = 0; c < m_cardIds.size(); ++c)
+            if (m_cardIds[c] == cardId)
+                return index(static_cast<int>(r), FixedColumnCount + static_cast<int>(c));
+        return index(static_cast<int>(r), Name);
+    }
+    return {};
+}
+
+Fit WhatFitsModel::fitOf(const tl::expected<PlanResult, std::string>& cell, std::uint64_t contextTokens)
+{
+    if (!cell)
+        return Fit::Error;
+    const std::uint64_t context = cell->maxContext.value_or(0);
+    if (context == 0)
+        return Fit::NoRoom;
+    return context >= contextTokens ? Fit::Reaches : Fit::Short;
+}
+
+namespace {
+
+// "14.96 > 7.01 GiB" when both sizes share a unit, else "14.96 GiB > 900.00 MiB".
+QString comparison(Bytes a, Bytes b)
+{
+    const QString ta = bytesText(a);
+    const QString tb = bytesText(b);
+    const qsizetype space = ta.lastIndexOf(QLatin1Char(' '));
+    if (space > 0 && tb.endsWith(ta.mid(space)))
+        return QStringLiteral("%1 > %2").arg(ta.left(space), tb);
+    return QStringLiteral("%1 > %2").arg(ta, tb);
+}
+
+} // namespace
+
+QString WhatFitsModel::cellText(const tl::expected<PlanResult, std::string>& cell)
+{
+    if (!cell)
+        return QStringLiteral("error: %1").arg(QString::fromStdString(cell.error()));
+    const PlanResult& p = *cell;
+    if (p.weightsBytes > p.usableBytes)
+        return QStringLiteral("does not fit: weights %1").arg(comparison(p.weightsBytes, p.usableBytes));
+    const std::uint64_t context = p.maxContext.value_or(0);
+    if (context == 0)
+        return QStringLiteral("does not fit: weights + overheads %1").arg(comparison(p.weightsBytes + totalBytes(p.overheads), p.usableBytes));
+    return tokensText(context);
+}
+
+int fitIndex(Fit f) { return static_cast<int>(f); }
+
+QColor fitColor(Fit fit)
+{
+    const bool dark = QGuiApplication::palette().color(QPalette::Window).lightness() < 128;
+    switch (fit) {
+    case Fit::Reaches:
+        return dark ? QColor(0x1e, 0x5c, 0x32) : QColor(0xc6, 0xef, 0xce);
+    case Fit::Short:
+        return dark ? QColor(0x6b, 0x55, 0x10) : QColor(0xff, 0xeb, 0x9c);
+    case Fit::NoRoom:
+    case Fit::Error:
+        return dark ? QColor(0x73, 0x22, 0x22) : QColor(0xff, 0xc7, 0xce);
+    }
+    return {};
+}
+
+QVariant WhatFitsModel::data(const QModelIndex& index, int role) const
+{
+    const MatrixRow* r = index.isValid() ? row(index.row()) : nullptr;
+    if (!r)
+        return {};
+    const int column = index.column();
+    const auto firstPlan = [&]() -> const PlanResult* {
+        for (const auto& cell : r->cells)
+            if (cell)
+                return &*cell;
+        return nullptr;
+    };
+    if (column == Name) {
+        if (role == Qt::DisplayRole || role == RawRole)
+            return QString::fromStdString(r->label);
+        if (role == Qt::ToolTipRole)
+            return QStringLiteral("%1 in %2").arg(QString::fromStdString(r->modelId), QString::fromStdString(r->formatId));
+        return {};
+    }
+    if (column == Weights) {
+        const PlanResult* p = firstPlan();
+        if (!p)
+            return {};
+        if (role == Qt::DisplayRole)
+            return bytesText(p->weightsBytes);
+        if (role == RawRole)
+            return QVariant::fromValue<quint64>(p->weightsBytes.value);
+        if (role == Qt::TextAlignmentRole)
+            return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+        if (role == Qt::ToolTipRole)
+            return QStringLiteral("%1 B%2").arg(thousands(p->weightsBytes.value),
+                                               p->weightsExact ? QStringLiteral(" (exact, from the files)") : QString());
+        return {};
+    }
+    const int card = column - FixedColumnCount;
+    if (card < 0 || card >= static_cast<int>(r->cells.size()))
+        return {};
+    const auto& cell = r->cells[static_cast<std::size_t>(card)];
+    const Fit fit = fitOf(cell, m_contextTokens);
+    switch (role) {
+    case Qt::DisplayRole:
+        return cellText(cell);
+    case RawRole:
+        return QVariant::fromValue<quint64>(cell ? cell->maxContext.value_or(0) : 0);
+    case FitRole:
+        return fitIndex(fit);
+    case Qt::BackgroundRole:
+        return fitColor(fit);
+    case Qt::TextAlignmentRole:
+        return QVariant::fromValue(fit == Fit::Reaches || fit == Fit::Short ? Qt::AlignRight | Qt::AlignVCenter
+                                                                            : Qt::AlignLeft | Qt::AlignVCenter);
+    case Qt::ToolTipRole:
+        if (!cell)
+            return QString::fromStdString(cell.error());
+        if (fit == Fit::NoRoom)
+            return QStringLiteral("%1 %2 on %3: weights %4 and overheads %5 against %6 usable under the engine (card total %7)\n%8")
+                .arg(QString::fromStdString(cell->modelId), QString::fromStdString(cell->formatId), QString::fromStdString(cell->cardId),
+                     exactBytesText(cell->weightsBytes), bytesText(totalBytes(cell->overheads)), exactBytesText(cell->usableBytes),
+                     bytesText(cell->cardTotalBytes), QString::fromStdString(cell->reason));
+        return QStringLiteral("%1 %2 on %3\nmax context per user for %4 users: %5 tokens\nmax resident tokens: %6\n%7")
+            .arg(QString::fromStdString(cell->modelId), QString::fromStdString(cell->formatId),
+                 QString::fromStdString(cell->cardId), thousands(cell->users), thousands(cell->maxContext.value_or(0)),
+                 thousands(cell->maxResidentTokens), QString::fromStdString(cell->reason));
+    default:
+        return {};
+    }
+}
+
+QVariant WhatFitsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || section < 0 || section >= columnCount())
+        return QAbstractTableModel::headerData(section, orientation, role);
+    if (role != Qt::DisplayRole && role != Qt::ToolTipRole)
+        return {};
+    switch (section) {
+    case Name:
+        return role == Qt::DisplayRole ? QStringLiteral("Model / format") : QStringLiteral("One row per model or weight format");
+    case Weights:
+        return role == Qt::DisplayRole ? QStringLiteral("Weights") : QStringLiteral("Weight bytes on one device");
+    default: {
+        const std::size_t card = static_cast<std::size_t>(section - FixedColumnCount);
+        if (role == Qt::DisplayRole)
+            return m_cardLabels[card];
+        return QStringLiteral("Max context per user on %1").arg(QString::fromStdString(m_cardIds[card]));
+    }
+    }
+}
+
+} // namespace headroom::app

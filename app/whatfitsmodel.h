@@ -1,0 +1,61 @@
+#pragma once
+// The what-fits matrix: models or weight formats (rows) against cards (columns). A card cell
+// shows the max context per user at the chosen users, coloured by whether it reaches the chosen
+// context, or "does not fit: weights X > Y" (Y: what the engine lets the card use).
+
+#include "catalog.h"
+
+#include <QAbstractTableModel>
+#include <QColor>
+
+namespace headroom::app {
+
+/// How a cell answers.
+enum class Fit {
+    Reaches,   ///< the chosen users each get at least the chosen context
+    Short,     ///< fits, but with less context than chosen
+    NoRoom,    ///< weights + overheads leave no room for one block per user, or the weights alone exceed usable
+    Error,     ///< the plan could not be made
+};
+
+class WhatFitsModel : public QAbstractTableModel
+{
+    Q_OBJECT
+public:
+    /// The fixed columns; one column per card follows.
+    enum Column { Name, Weights, FixedColumnCount };
+    enum Role { RawRole = Qt::UserRole, FitRole };
+
+    explicit WhatFitsModel(QObject* parent = nullptr);
+
+    void setMatrix(std::vector<MatrixRow> rows, std::vector<std::string> cardIds, std::vector<QString> cardLabels,
+                   std::uint64_t contextTokens);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+    const MatrixRow* row(int r) const;
+    /// The plan of a card cell, or nullptr (fixed column, error).
+    const PlanResult* plan(const QModelIndex& index) const;
+    /// The card id of a column, or empty for a fixed column.
+    std::string cardId(int column) const;
+    /// The index of (modelId, formatId, cardId), or invalid.
+    QModelIndex find(const std::string& modelId, const std::string& formatId, const std::string& cardId) const;
+
+    static Fit fitOf(const tl::expected<PlanResult, std::string>& cell, std::uint64_t contextTokens);
+    /// The cell text: "31,600", or "does not fit: weights 14.96 GiB > 14.01 GiB" (usable bytes).
+    static QString cellText(const tl::expected<PlanResult, std::string>& cell);
+
+private:
+    std::vector<MatrixRow> m_rows;
+    std::vector<std::string> m_cardIds;
+    std::vector<QString> m_cardLabels;
+    std::uint64_t m_contextTokens = 0;
+};
+
+/// Background colour of a fit in the current palette (light or dark).
+QColor fitColor(Fit fit);
+
+} // namespace headroom::app

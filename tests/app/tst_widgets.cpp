@@ -1,0 +1,350 @@
+// The main window offscreen: driving the sliders and cells changes what is shown, and what is
+// shown equals the core's numbers; the probe runner never blocks; imports run on a worker.
+
+#include "apptestutils.h"
+#include "breakdownmodel.h"
+#include "chartspanel.h"
+#include "enginecomparisonmodel.h"
+#include "formatting.h"
+#include "mainwindow.h"
+#include "memorybar.h"
+#include "modelimporter.h"
+#include "probepanel.h"
+#include "proberunner.h"
+#include "sliderentry.h"
+#include "whatfitsmodel.h"
+
+#include "headroom/core/defaults.h"
+
+#include <catch2/catch.hpp>
+
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTableView>
+#include <QtCharts/QChart>
+#include <QtCharts/QXYSeries>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace headroom;
+using namespace headroom::app;
+using headroom::app::test::catalog;
+
+namespace {
+
+MainWindow::Options testOptions(std::shared_ptr<ProbeBackend> backend = std::make_shared<test::FakeProbeBackend>())
+{
+    MainWindow::Options o;
+    o.useSettings = false;
+    o.detectGpus = false;
+    o.probeBackend = std::move(backend);
+    return o;
+}
+
+// The detail plan recomputed straight from the core for the window's selection.
+PlanResult corePlan(const MainWindow& w, const std::string& card)
+{
+    const Selection& s = w.selection();
+    auto p = planFor(w.catalog(), s, s.modelId, s.formatId, card);
+    REQUIRE(p);
+    return *p;
+}
+
+QString cellText(const MainWindow& w, const std::string& format, const std::string& card)
+{
+    const QModelIndex i = w.matrixModel()->find(w.selection().modelId, format, card);
+    REQUIRE(i.isValid());
+    return w.matrixModel()->data(i).toString();
+}
+
+int pointCount(QChart* chart)
+{
+    int n = 0;
+    for (QAbstractSeries* s : chart->series())
+        if (auto* xy = qobject_cast<QXYSeries*>(s))
+            n += static_cast<int>(xy->count());
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("the window starts on the default model's matrix with a detail", "[window]")
+{
+    MainWindow w(catalog(), testOptions());
+    w.resize(1280, 800);
+    w.show();
+    REQUIRE(QTest::qWaitForWindowExposed(&w));
+    QAbstractItemModelTester tester(w.matrixModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+
+    CHECK(w.selection().modelId == kDefaultModelId);
+    CHECK(w.selection().formatId == kDefaultWeightFormat);
+    CHECK(w.selection().cardIds == kDefaultCardIds);
+    CHECK(w.matrixModel()->columnCount() == WhatFitsModel::FixedColumnCount + 3);
+    REQUIRE(w.detailPlan());
+    CHECK(w.detailPlan()->cardId == "rtx-4090");
+    CHECK(w.detailPlan()->formatId == kDefaultWeightFormat);
+    CHECK(w.memoryBar()->segments().size() >= 5);
+    CHECK(w.engineModel()->rowCount() == static_cast<int>(w.catalog().profiles().engines.size()));
+    CHECK(pointCount(w.charts()->memoryChart()) > 0);
+    CHECK(pointCount(w.charts()->frontierChart()) > 0);
+    CHECK(pointCount(w.charts()->speedChart()) > 0);
+    CHECK(w.charts()->speedChart()->title().contains(QStringLiteral("roofline estimate")));
+    // The checked cards are the default ones.
+    int checked = 0;
+    for (int i = 0; i < w.cardList()->count(); ++i)
+        checked += w.cardList()->item(i)->checkState() == Qt::Checked;
+    CHECK(checked == 3);
+}
+
+TEST_CASE("driving the sliders changes the numbers shown, which equal the core's", "[window]")
+{
+    MainWindow w(catalog(), testOptions());
+    w.resize(1280, 800);
+    w.show();
+    REQUIRE(QTest::qWaitForWindowExposed(&w));
+
+    SECTION("users slider")
+    {
+        SliderEntry* users = w.usersEntry();
+        const auto& ladder = users->ladder();
+        const auto it = std::find(ladder.begin(), ladder.end(), 16u);
+        REQUIRE(it != ladder.end());
+        users->slider()->setValue(static_cast<int>(it - ladder.begin()));
+        CHECK(w.selection().users == 16);
+        CHECK(users->spinBox()->value() == 16);
+        for (const std::string& card : kDefaultCardIds) {
+            const PlanResult p = corePlan(w, card);
+            const QString text = cellText(w, kDefaultWeightFormat, card);
+            if (p.maxContext.value_or(0) > 0)
+                CHECK(text.toStdString() == formatThousands(*p.maxContext));
+        }
+        const PlanResult p = corePlan(w, "rtx-4090");
+        CHECK(w.detailLimits()->text().contains(thousands(p.maxContext.value_or(0))));
+        // The KV slice of the bar is the core's KV bytes at 16 users x 8,192 tokens.
+        for (const BillSegment& s : w.memoryBar()->segments())
+            if (s.kind == BillSegment::Kind::Kv)
+                CHECK(s.bytes == std::min(kvBytes(p.kv, 16, 8192, p.paging, p.ubatchTokens),
+                                          saturatingSub(p.usableBytes, p.weightsBytes + totalBytes(p.overheads))));
+    }
+
+    SECTION("typed context and micro-batch")
+    {
+        w.contextEntry()->spinBox()->setValue(32768);
+        CHECK(w.selection().contextTokens == 32768);
+        w.ubatchEntry()->spinBox()->setValue(2048);
+        CHECK(w.selection().ubatchTokens == 2048);
+        const PlanResult p = corePlan(w, "rtx-4090");
+        REQUIRE(w.detailPlan());
+        CHECK(w.detailPlan()->maxResidentTokens == p.maxResidentTokens);
+        CHECK(w.detailPlan()->ubatchTokens == 2048);
+        CHECK(w.detailLimits()->text().contains(thousands(p.maxUsers.value_or(0))));
+        // 4 users x 32,768 tokens no longer reach on the 8 GB card: the cell turns short or red.
+        const QModelIndex on8 = w.matrixModel()->find(kDefaultModelId, kDefaultWeightFormat, "rtx-4060");
+        CHECK(w.matrixModel()->data(on8, WhatFitsModel::FitRole).toInt() != static_cast<int>(Fit::Reaches));
+        // The slider follows typed values.
+        CHECK(w.contextEntry()->ladder()[static_cast<std::size_t>(w.contextEntry()->slider()->value())] <= 32768u);
+    }
+
+    SECTION("keyboard on the slider")
+    {
+        const std::uint64_t before = w.selection().contextTokens;
+        w.contextEntry()->slider()->setFocus();
+        QTest::keyClick(w.contextEntry()->slider(), Qt::Key_Right);
+        CHECK(w.selection().contextTokens > before);
+        QTest::keyClick(w.contextEntry()->slider(), Qt::Key_Left);
+        CHECK(w.selection().contextTokens == before);
+    }
+}
+
+TEST_CASE("clicking a matrix cell drives the detail", "[window]")
+{
+    MainWindow w(catalog(), testOptions());
+    w.resize(1280, 800);
+    w.show();
+    REQUIRE(QTest::qWaitForWindowExposed(&w));
+    QTableView* view = w.matrixView();
+    const QModelIndex source = w.matrixModel()->find(kDefaultModelId, "q4_k", "rtx-4060-ti-16gb");
+    REQUIRE(source.isValid());
+    const QModelIndex index = view->model()->index(source.row(), source.column());
+    view->scrollTo(index);
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(index).center());
+    REQUIRE(w.detailPlan());
+    CHECK(w.detailPlan()->formatId == "q4_k");
+    CHECK(w.detailPlan()->cardId == "rtx-4060-ti-16gb");
+    CHECK(w.selection().formatId == "q4_k");
+    CHECK(w.formatCombo()->currentData().toString() == QStringLiteral("q4_k"));
+    CHECK(w.detailTitle()->text().contains(QStringLiteral("q4_k")));
+    // Arrow keys move the current cell and the detail with it.
+    view->setFocus();
+    QTest::keyClick(view, Qt::Key_Right);
+    CHECK(w.detailPlan()->cardId == "rtx-4090");
+
+    // Models mode lists every model in the chosen format.
+    w.setMatrixMode(MatrixMode::Models);
+    CHECK(w.matrixModel()->rowCount() == static_cast<int>(w.catalog().profiles().models.size()));
+}
+
+TEST_CASE("cards can be unchecked and added by size", "[window]")
+{
+    MainWindow w(catalog(), testOptions());
+    QListWidget* cards = w.cardList();
+    for (int i = 0; i < cards->count(); ++i)
+        if (cards->item(i)->data(Qt::UserRole).toString() == QStringLiteral("rtx-4060"))
+            cards->item(i)->setCheckState(Qt::Unchecked);
+    CHECK(w.selection().cardIds == std::vector<std::string>{"rtx-4060-ti-16gb", "rtx-4090"});
+    CHECK(w.matrixModel()->columnCount() == WhatFitsModel::FixedColumnCount + 2);
+    QLineEdit* edit = nullptr;
+    for (QLineEdit* e : w.findChildren<QLineEdit*>())
+        if (e->accessibleName() == QStringLiteral("Add a card by size"))
+            edit = e;
+    REQUIRE(edit);
+    QTest::keyClicks(edit, QStringLiteral("12GiB"));
+    QTest::keyClick(edit, Qt::Key_Return);
+    CHECK(w.selection().cardIds.back() == "12GiB");
+    CHECK(w.matrixModel()->columnCount() == WhatFitsModel::FixedColumnCount + 3);
+}
+
+TEST_CASE("the probe runner reports progress, results and cancel without blocking", "[probes]")
+{
+    auto backend = std::make_shared<test::FakeProbeBackend>();
+    MainWindow w(catalog(), testOptions(backend));
+    ProbePanel* panel = w.probePanel();
+    REQUIRE(panel->deviceCombo()->isEnabled());
+    REQUIRE(panel->runButton()->isEnabled());
+
+    SECTION("a full run")
+    {
+        QSignalSpy progress(panel->runner(), &ProbeRunner::progressChanged);
+        QSignalSpy finished(panel->runner(), &ProbeRunner::finished);
+        QTest::mouseClick(panel->runButton(), Qt::LeftButton);
+        CHECK(panel->cancelButton()->isEnabled());
+        // The GUI thread keeps running events while the job runs on a worker.
+        REQUIRE(finished.wait(5000));
+        CHECK(progress.count() >= 1);
+        CHECK(panel->resultsModel()->rowCount() == backend->steps);
+        CHECK(panel->stageLabel()->text() == QStringLiteral("Done: 4 passed, 1 failed"));
+        CHECK(panel->progressBar()->value() == panel->progressBar()->maximum());
+        CHECK_FALSE(panel->cancelButton()->isEnabled());
+        // The decode-step row becomes a measured point in the speed plot.
+        bool measured = false;
+        for (QAbstractSeries* s : w.charts()->speedChart()->series())
+            measured = measured || s->name() == QStringLiteral("measured");
+        CHECK(measured);
+    }
+
+    SECTION("cancel")
+    {
+        backend->steps = 200;
+        QSignalSpy finished(panel->runner(), &ProbeRunner::finished);
+        panel->run();
+        QTest::qWait(60);
+        QTest::mouseClick(panel->cancelButton(), Qt::LeftButton);
+        REQUIRE(finished.wait(5000));
+        CHECK(finished.at(0).at(1).toBool());
+        CHECK(panel->resultsModel()->rowCount() < 200);
+        CHECK(panel->stageLabel()->text().startsWith(QStringLiteral("Cancelled")));
+    }
+
+    SECTION("a newer run supersedes an older one")
+    {
+        backend->steps = 50;
+        QSignalSpy finished(panel->runner(), &ProbeRunner::finished);
+        panel->run();
+        QTest::qWait(30);
+        backend->steps = 3;
+        panel->run();
+        REQUIRE(finished.wait(5000));
+        QTest::qWait(200);
+        CHECK(finished.count() == 1);
+        CHECK(panel->resultsModel()->rowCount() == 3);
+        CHECK(backend->runs == 2);
+    }
+}
+
+TEST_CASE("without headroom_probes the panel lists the CPU disabled", "[probes]")
+{
+    if (probesBuilt())
+        return;
+    MainWindow w(catalog(), testOptions(createProbeBackend()));
+    ProbePanel* panel = w.probePanel();
+    CHECK(panel->deviceCombo()->itemText(0) == QStringLiteral("CPU (probes not built)"));
+    CHECK_FALSE(panel->deviceCombo()->isEnabled());
+    CHECK_FALSE(panel->runButton()->isEnabled());
+}
+
+TEST_CASE("importing a config.json runs on a worker and adds the model", "[import]")
+{
+    QTemporaryDir dir;
+    REQUIRE(dir.isValid());
+    QFile file(dir.filePath(QStringLiteral("config.json")));
+    REQUIRE(file.open(QIODevice::WriteOnly));
+    file.write(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+        "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
+        "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+        "tie_word_embeddings": true, "rms_norm_eps": 1e-05})");
+    file.close();
+
+    MainWindow w(catalog(), testOptions());
+    QSignalSpy refreshed(&w, &MainWindow::refreshed);
+    QSignalSpy imported(w.importer(), &ModelImporter::imported);
+    QSignalSpy failed(w.importer(), &ModelImporter::failed);
+    w.importModel(file.fileName());
+    REQUIRE((!imported.isEmpty() || imported.wait(10000) || !failed.isEmpty()));
+    REQUIRE(failed.isEmpty());
+    const std::string id = w.selection().modelId;
+    CHECK(w.catalog().findModel(id) != nullptr);
+    CHECK(w.catalog().importedModels().size() == 1);
+    REQUIRE(w.detailPlan());
+    CHECK(w.detailPlan()->kvBytesPerToken.value == 2ull * 16 * 8 * 64 * 2);
+
+    w.importModel(dir.filePath(QStringLiteral("missing.gguf")));
+    // A fast failure can finish before .then() is attached; Qt then runs the continuation at once.
+    REQUIRE((!failed.isEmpty() || failed.wait(10000)));
+}
+
+TEST_CASE("the window renders to PNG at its size in light and dark", "[screenshot]")
+{
+    MainWindow w(catalog(), testOptions());
+    w.resize(1280, 800);
+    w.show();
+    REQUIRE(QTest::qWaitForWindowExposed(&w));
+    QTemporaryDir dir;
+    for (const bool dark : {false, true}) {
+        w.setDark(dark);
+        CHECK(w.isDark() == dark);
+        const QString path = dir.filePath(dark ? QStringLiteral("dark.png") : QStringLiteral("light.png"));
+        REQUIRE(saveScreenshot(w, path));
+        const QImage image(path);
+        CHECK(image.width() == w.width() * static_cast<int>(image.devicePixelRatio()));
+        CHECK(image.height() == w.height() * static_cast<int>(image.devicePixelRatio()));
+        const QColor window = image.pixelColor(image.width() - 3, image.height() - 3);
+        CHECK((window.lightness() < 128) == dark);
+    }
+    w.setDark(false);
+}
+
+TEST_CASE("the memory bar's hover text gives exact figures", "[window]")
+{
+    const Catalog cat = catalog();
+    const Selection sel = Selection::defaults();
+    auto plan = planFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090");
+    REQUIRE(plan);
+    MemoryBar bar;
+    bar.resize(1000, 60);
+    bar.setSegments(billSegments(*plan, 4, 8192), plan->cardTotalBytes);
+    const int weights = bar.segmentAt(5);
+    REQUIRE(weights == 0);
+    CHECK(bar.toolTipFor(0).startsWith(QStringLiteral("weights: 5,700,591,616 B (5.31 GiB), 22.5 % of the card")));
+    CHECK(bar.segmentAt(-10) == -1);
+}
