@@ -1,7 +1,6 @@
 #pragma once
-// "Roofline estimate" of decode speed against batch, for the tokens/s plot while the core has no
-// speed model (BRIEF §2): one decode step streams every weight byte and the batch's KV cache,
-// and computes 2 FLOPs per parameter per sequence, so
+// "Roofline estimate" of decode speed against batch for the tokens/s plot: the core's speed model
+// (core/speed/roofline.h, BRIEF §2) at each batch, with whether that batch's KV fits the plan:
 //     step_time = max((weights_bytes + kv_bytes) / bandwidth, flops / peak)
 //     tokens/s  = batch / step_time
 

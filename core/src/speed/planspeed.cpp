@@ -51,6 +51,7 @@ SpeedSummary summarizeSpeed(const SpeedInputs& in, std::uint64_t users, std::uin
     s.ttftMs = prefill(in, contextTokens).stepMs;
     s.kneeBatch = kneeBatch(in, contextTokens);
     s.curve = speedCurve(in, contextTokens);
+    s.inputs = in;
     return s;
 }
 

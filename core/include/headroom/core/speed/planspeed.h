@@ -32,6 +32,7 @@ struct SpeedSummary {
     std::uint64_t users = 1;
     std::uint64_t contextTokens = 0;
     std::vector<SpeedPoint> curve;     ///< tokens/s against batch 1..64
+    SpeedInputs inputs;                ///< what the figures were computed from (for other batches and contexts)
 };
 
 /// Roofline inputs for @p arch with @p weightsBytes resident (expert bytes split out by the tensor
