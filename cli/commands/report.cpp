@@ -1,0 +1,234 @@
+// headroom-cli report: a capacity report (JSON, Markdown, CSV here; HTML and PDF through the
+// headroom-render helper built with the GUI), and `report --check` to validate and recompute one.
+
+#include "commands.h"
+#include "planoptions.h"
+
+#include "headroom/core/atomicfile.h"
+#include "headroom/core/report/report.h"
+#include "headroom/core/report/reportdocument.h"
+#include "headroom/core/version.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace headroom::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportOptions {
+    PlanOptions plan;
+    std::string format = "json";
+    std::string output;
+    std::string check;
+    std::string title;
+    std::string probes;
+    std::string speed;
+};
+
+/// Exit code of `report --check` when the report is valid but this version computes other values.
+constexpr int kDriftExitCode = 2;
+
+tl::expected<std::string, std::string> readText(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return tl::unexpected("cannot read " + path + ": " + std::strerror(errno));
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// headroom-render next to this executable ($HEADROOM_RENDER overrides).
+fs::path rendererPath()
+{
+    if (const char* env = std::getenv("HEADROOM_RENDER"); env && *env)
+        return env;
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return (ec ? fs::path(".") : self.parent_path()) / "headroom-render";
+}
+
+// Runs headroom-render on the JSON; its own messages go to stderr.
+tl::expected<void, std::string> renderWithQt(const std::string& json, const std::string& format, const std::string& output)
+{
+    const fs::path renderer = rendererPath();
+    if (::access(renderer.c_str(), X_OK) != 0)
+        return tl::unexpected("HTML/PDF need headroom-render, built with the GUI (HEADROOM_BUILD_GUI=ON); not found at "
+                              + renderer.string());
+    std::error_code ec;
+    fs::path tmpDir = fs::temp_directory_path(ec);
+    if (ec)
+        tmpDir = "/tmp";
+    std::string pattern = (tmpDir / "headroom-report-XXXXXX.json").string();
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    const int fd = ::mkstemps(name.data(), 5);
+    if (fd < 0)
+        return tl::unexpected("cannot create a temporary file in " + tmpDir.string() + ": " + std::strerror(errno));
+    ::close(fd);
+    const std::string tmp(name.data());
+    if (auto w = writeFileAtomically(tmp, json); !w) {
+        ::unlink(tmp.c_str());
+        return tl::unexpected(w.error());
+    }
+    const std::string program = renderer.string();
+    std::vector<std::string> args{program, "--format", format, "-o", output, tmp};
+    std::vector<char*> argv;
+    for (std::string& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    const int spawned = ::posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), environ);
+    if (spawned != 0) {
+        ::unlink(tmp.c_str());
+        return tl::unexpected("cannot run " + program + ": " + std::strerror(spawned));
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::unlink(tmp.c_str());
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return tl::unexpected("headroom-render failed (" + (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                                                                : std::string("killed by a signal"))
+                              + "); no " + format + " written");
+    return {};
+}
+
+void runCheck(const ReportOptions& o, CliContext& ctx)
+{
+    auto text = readText(o.check);
+    if (!text)
+        return ctx.fail(text.error());
+    const ProfileSet* profiles = ctx.profiles();
+    if (!profiles)
+        return;
+    auto check = checkReport(*text, *profiles);
+    if (!check)
+        return ctx.fail(o.check + ": " + check.error().message);
+    if (!check->schemaErrors.empty()) {
+        for (const std::string& e : check->schemaErrors)
+            std::cerr << "headroom-cli: " << o.check << ": " << e << '\n';
+        ctx.fail(o.check + ": does not match the report schema (version " + std::to_string(kReportSchemaVersion) + ")");
+        return;
+    }
+    const std::string versions = "written by headroom " + check->reportedVersion + ", recomputed with " + check->currentVersion;
+    if (check->drifts.empty()) {
+        std::cout << o.check << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": no drift\n";
+        return;
+    }
+    std::cout << o.check << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": DRIFT in "
+              << check->drifts.size() << " value(s)\n";
+    std::size_t shown = 0;
+    for (const ReportDrift& d : check->drifts) {
+        if (++shown > 40) {
+            std::cout << "  ... and " << check->drifts.size() - 40 << " more\n";
+            break;
+        }
+        std::cout << "  " << d.path << ": " << d.reported << " -> " << d.now << '\n';
+    }
+    ctx.exitCode = kDriftExitCode;
+}
+
+void run(const ReportOptions& o, CliContext& ctx)
+{
+    if (!o.check.empty())
+        return runCheck(o, ctx);
+    const bool viaQt = o.format == "html" || o.format == "pdf";
+    if (viaQt && (o.output.empty() || o.output == "-"))
+        return ctx.fail("--format " + o.format + " needs -o FILE");
+    const ProfileSet* profiles = ctx.profiles();
+    if (!profiles)
+        return;
+    PlanOptions opts = o.plan;
+    if (opts.models.empty())
+        opts.models = {kDefaultModel};
+    if (opts.formats.empty())
+        opts.formats = {kDefaultFormat};
+    if (opts.cards.empty())
+        opts.cards = kDefaultCards;
+    auto requests = buildRequests(opts, *profiles);
+    if (!requests)
+        return ctx.fail(requests.error());
+    auto plans = runPlans(*requests);
+    if (!plans)
+        return ctx.fail(plans.error());
+
+    ReportInput input;
+    input.requests = std::move(*requests);
+    input.plans = std::move(*plans);
+    input.title = o.title;
+    if (!o.probes.empty()) {
+        auto t = readText(o.probes);
+        if (!t)
+            return ctx.fail(t.error());
+        input.probesJson = *t;
+    }
+    if (!o.speed.empty()) {
+        auto t = readText(o.speed);
+        if (!t)
+            return ctx.fail(t.error());
+        input.speedJson = *t;
+    }
+    auto json = buildReportJson(input);
+    if (!json)
+        return ctx.fail(json.error().message);
+
+    if (viaQt) {
+        if (auto r = renderWithQt(*json, o.format, o.output); !r)
+            return ctx.fail(r.error());
+        std::cerr << "wrote " << o.output << '\n';
+        return;
+    }
+    std::string text;
+    if (o.format == "json") {
+        text = *json;
+    } else {
+        auto rendered = o.format == "md" ? report::renderReportMarkdown(*json) : report::renderReportCsv(*json);
+        if (!rendered)
+            return ctx.fail(rendered.error().message);
+        text = *rendered;
+    }
+    if (o.output.empty() || o.output == "-") {
+        std::cout << text;
+        return;
+    }
+    if (auto w = writeFileAtomically(o.output, text); !w)
+        return ctx.fail(w.error());
+    std::cerr << "wrote " << o.output << '\n';
+}
+
+} // namespace
+
+void registerReportCommand(CLI::App& app, CliContext& ctx)
+{
+    auto opts = std::make_shared<ReportOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "report", "A capacity report of models x formats on cards (json, md, csv; html and pdf need headroom-render), "
+                  "or --check FILE: validate a JSON report and recompute it with this version (exit 2 on drift)");
+    addPlanOptions(cmd, opts->plan, true);
+    cmd->add_option("--format,-f", opts->format, "Output format")
+        ->check(CLI::IsMember({"json", "md", "csv", "html", "pdf"}))
+        ->capture_default_str();
+    cmd->add_option("--output,-o", opts->output, "Output file, written atomically (json/md/csv: default stdout)");
+    cmd->add_option("--title", opts->title, "Title on top of the report");
+    cmd->add_option("--probes", opts->probes, "JSON file of probe results (device facts, predicted against measured)");
+    cmd->add_option("--speed", opts->speed, "JSON file of measured speed points");
+    cmd->add_option("--check", opts->check, "Validate this JSON report against the schema and recompute it");
+    cmd->callback([opts, &ctx] { run(*opts, ctx); });
+}
+
+} // namespace headroom::cli

@@ -1,0 +1,23 @@
+#pragma once
+/// @file atomicfile.h
+/// Writes a file so that readers see either the old file or the complete new one, never a
+/// half-written one: every report, CSV and flags file Headroom writes goes through here.
+
+#include <tl/expected.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace headroom {
+
+/// Writes @p content to @p path atomically: a temporary file created next to @p path (same
+/// folder, so the same file system) is written in full, flushed to disk with fsync, given mode
+/// 0644, then renamed over @p path (rename(2) replaces the target atomically on POSIX), and the
+/// folder is fsync'd so that the rename survives a crash. On any failure the temporary file is
+/// removed and @p path is left as it was.
+/// @return nothing, or an error naming the path and the system's reason ("cannot create ...:
+///         Permission denied").
+tl::expected<void, std::string> writeFileAtomically(const std::filesystem::path& path, std::string_view content);
+
+} // namespace headroom

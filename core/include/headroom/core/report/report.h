@@ -1,0 +1,84 @@
+#pragma once
+/// @file report.h
+/// Capacity reports: a reproducible, schema-versioned JSON record of what was planned (inputs with
+/// the hash of the model files read), what fits (matrix, memory bills, frontiers, roofline speed
+/// figures, launch flags) and, when given, what a device measured (probe results, speed).
+///
+/// The JSON is the interchange: every renderer (Markdown, CSV here; HTML and PDF in the Qt library
+/// app/report) reads it, and `checkReport` re-validates and recomputes it. Serialisation is
+/// deterministic: keys sorted, two-space indent, integers for every byte and token count.
+/// Layout: resources/report.schema.json (embedded into core at build time).
+
+#include "headroom/core/plan.h"
+#include "headroom/core/profiles.h"
+
+#include <tl/expected.hpp>
+
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// Schema version of the reports this build writes and checks (STYLE.md §8).
+inline constexpr int kReportSchemaVersion = 1;
+
+/// What goes into a report.
+struct ReportInput {
+    std::vector<PlanRequest> requests;  ///< one per plan, in the same order
+    std::vector<PlanResult> plans;      ///< makePlan(requests[i])
+    std::string title;                  ///< shown on top; empty: "Capacity report"
+    std::string createdUtc;             ///< ISO 8601 UTC ("2025-11-29T16:04:00Z"); empty: now
+    /// Optional probe block (JSON text), the device facts and predicted-vs-measured results:
+    /// {"device": {"name", "driver_version", "cuda_version", "total_bytes", "free_bytes",
+    ///  "context_overhead_bytes", "copy_bandwidth_gbps"}, "results": [{"probe", "pass",
+    ///  "predicted_<unit>", "measured_<unit>", "margin_<unit>", ...}]}. Empty: none.
+    std::string probesJson;
+    /// Optional measured-speed block (JSON text): {"source", "points": [{"users",
+    /// "context_tokens", "decode_step_ms", "tokens_per_second", ...}], "knee_users"}. Empty: none.
+    std::string speedJson;
+};
+
+/// A report that could not be made, read or checked.
+struct ReportError {
+    std::string message;  ///< what was wrong; names the JSON pointer for schema errors
+};
+
+/// Builds the report JSON text (schema_version 1). Errors: plans and requests differ in count,
+/// a probes/speed block that is not valid JSON or does not match the schema.
+tl::expected<std::string, ReportError> buildReportJson(const ReportInput& input);
+
+/// The report's JSON Schema (draft 7), as embedded at build time from resources/report.schema.json.
+const std::string& reportSchemaText();
+
+/// Validates @p reportJson against the schema. Returns the problems, one line each
+/// ("/plans/0/weights_bytes: ..."); empty when valid. A text that is not JSON gives one line.
+std::vector<std::string> validateReport(const std::string& reportJson);
+
+/// @p reportJson with the volatile fields (tool.version, created_utc) replaced by "<masked>",
+/// serialised as buildReportJson does: the form golden files and drift checks compare.
+tl::expected<std::string, ReportError> maskVolatileFields(const std::string& reportJson);
+
+/// One difference between a report and its recomputation.
+struct ReportDrift {
+    std::string path;      ///< JSON pointer ("/plans/0/max_resident_tokens")
+    std::string reported;  ///< value in the file (JSON text; "(absent)" when missing)
+    std::string now;       ///< value computed by this version (JSON text; "(absent)" when removed)
+};
+
+/// The outcome of `checkReport`.
+struct ReportCheck {
+    std::vector<std::string> schemaErrors; ///< empty when the file matches the schema
+    std::string reportedVersion;           ///< tool.version in the file
+    std::string currentVersion;            ///< this build's toolVersion()
+    std::vector<ReportDrift> drifts;       ///< empty: the plan recomputes to the same report
+    bool recomputed = false;               ///< false when the schema failed (no recomputation)
+};
+
+/// Validates @p reportJson against the schema, then rebuilds every request from the report's
+/// inputs (profiles by id, model files by path; the hash of the files read is compared too),
+/// recomputes the plans with this version and compares everything but the volatile fields and
+/// the measured blocks (probes, speed). Errors: not JSON, schema_version not 1 (both versions
+/// named), or an input that no longer resolves (an unknown profile id, a model file gone).
+tl::expected<ReportCheck, ReportError> checkReport(const std::string& reportJson, const ProfileSet& profiles);
+
+} // namespace headroom

@@ -1,0 +1,285 @@
+#include "headroom/core/launchflags.h"
+
+#include "headroom/core/capacity.h"
+#include "headroom/core/enginerules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace headroom {
+
+namespace {
+
+std::string fixed(double v, int decimals)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string lower(std::string s)
+{
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+// The checkpoint argument: the path the model was read from, else $MODEL.
+std::string modelArgument(const ModelProfile& model, bool wantGguf)
+{
+    const std::filesystem::path p(model.id);
+    const std::string ext = lower(p.extension().string());
+    if (ext == ".gguf")
+        return model.id;
+    if (!wantGguf && model.id.find('/') != std::string::npos) {
+        if (ext == ".json" || ext == ".safetensors")
+            return p.parent_path().string();
+        return model.id;
+    }
+    return "$MODEL";
+}
+
+bool needsQuoting(const std::string& s)
+{
+    return s.find_first_of(" \t\"'\\;&|<>()*?") != std::string::npos;
+}
+
+std::string shellWord(const std::string& s)
+{
+    if (!needsQuoting(s))
+        return s;
+    std::string out = "'";
+    for (char c : s)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string commandLine(const std::string& program, const std::vector<LaunchFlag>& flags)
+{
+    std::string env;
+    std::string args;
+    for (const LaunchFlag& f : flags) {
+        if (f.kind == LaunchFlagKind::Environment)
+            env += f.name + "=" + shellWord(f.value) + " ";
+        else if (f.kind == LaunchFlagKind::Argument)
+            args += " " + f.name + (f.value.empty() ? "" : " " + shellWord(f.value));
+    }
+    return env + program + args;
+}
+
+tl::expected<std::string, std::string> vllmKvDtype(const std::string& id)
+{
+    const std::string k = lower(id);
+    if (k == "fp16" || k == "bf16")
+        return std::string("auto");
+    if (k == "fp8" || k == "fp8_e4m3" || k == "fp8_e5m2")
+        return k;
+    return tl::unexpected("vLLM has no '" + id + "' KV cache (--kv-cache-dtype takes auto, fp8, fp8_e4m3, fp8_e5m2)");
+}
+
+tl::expected<std::string, std::string> llamaCppKvDtype(const std::string& id)
+{
+    const std::string k = lower(id);
+    if (k == "fp16")
+        return std::string("f16");
+    if (k == "fp32")
+        return std::string("f32");
+    if (k == "bf16" || k == "q8_0" || k == "q4_0" || k == "q4_1" || k == "iq4_nl" || k == "q5_0" || k == "q5_1")
+        return k;
+    return tl::unexpected("llama.cpp has no '" + id
+                          + "' KV cache (-ctk/-ctv take f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)");
+}
+
+tl::expected<std::string, std::string> sglangKvDtype(const std::string& id)
+{
+    const std::string k = lower(id);
+    if (k == "fp16" || k == "bf16")
+        return std::string("auto");
+    if (k == "fp8" || k == "fp8_e4m3")
+        return std::string("fp8_e4m3");
+    if (k == "fp8_e5m2")
+        return k;
+    return tl::unexpected("SGLang has no '" + id + "' KV cache (--kv-cache-dtype takes auto, fp8_e5m2, fp8_e4m3)");
+}
+
+tl::expected<std::string, std::string> ollamaKvDtype(const std::string& id)
+{
+    const std::string k = lower(id);
+    if (k == "fp16")
+        return std::string("f16");
+    if (k == "q8_0" || k == "q4_0")
+        return k;
+    return tl::unexpected("Ollama has no '" + id + "' KV cache (OLLAMA_KV_CACHE_TYPE takes f16, q8_0, q4_0)");
+}
+
+bool isQuantizedCache(const std::string& llamaType) { return llamaType != "f16" && llamaType != "f32" && llamaType != "bf16"; }
+
+} // namespace
+
+std::optional<LaunchEngine> launchEngineFor(EngineKind kind)
+{
+    switch (kind) {
+    case EngineKind::Vllm:
+        return LaunchEngine::Vllm;
+    case EngineKind::LlamaCpp:
+        return LaunchEngine::LlamaCpp;
+    case EngineKind::SgLang:
+        return LaunchEngine::SgLang;
+    case EngineKind::Ollama:
+        return LaunchEngine::Ollama;
+    default:
+        return std::nullopt;
+    }
+}
+
+const char* launchEngineName(LaunchEngine engine)
+{
+    switch (engine) {
+    case LaunchEngine::Vllm:
+        return "vllm";
+    case LaunchEngine::LlamaCpp:
+        return "llama.cpp";
+    case LaunchEngine::SgLang:
+        return "sglang";
+    case LaunchEngine::Ollama:
+        return "ollama";
+    }
+    return "?";
+}
+
+const char* launchFlagKindName(LaunchFlagKind kind)
+{
+    switch (kind) {
+    case LaunchFlagKind::Argument:
+        return "argument";
+    case LaunchFlagKind::Environment:
+        return "environment";
+    case LaunchFlagKind::ModelParameter:
+        return "model_parameter";
+    }
+    return "?";
+}
+
+tl::expected<LaunchPoint, std::string> launchPoint(const PlanResult& plan)
+{
+    LaunchPoint point;
+    point.users = std::max<std::uint64_t>(plan.users, 1);
+    std::uint64_t most = maxContextTokens(plan.pool(), point.users);
+    if (plan.modelContextTokens > 0)
+        most = std::min(most, plan.modelContextTokens);
+    if (most == 0)
+        return tl::unexpected("nothing to launch: " + std::to_string(point.users) + " user(s) do not fit on " + plan.cardId
+                              + " (" + plan.reason + ")");
+    point.contextTokens = plan.contextTokens > 0 ? std::min(plan.contextTokens, most) : most;
+    point.lowered = plan.contextTokens > point.contextTokens;
+    return point;
+}
+
+tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, const PlanResult& plan)
+{
+    const std::optional<LaunchEngine> engine = launchEngineFor(request.engine.kind);
+    if (!engine)
+        return tl::unexpected("no launch flags for engine '" + request.engine.id
+                              + "': Headroom writes them for vllm, llama.cpp, sglang and ollama");
+    auto point = launchPoint(plan);
+    if (!point)
+        return tl::unexpected(point.error());
+
+    LaunchFlags out;
+    out.engine = *engine;
+    out.point = *point;
+    const std::string ctx = std::to_string(point->contextTokens);
+    const std::string users = std::to_string(point->users);
+    const std::string ctxNote = point->lowered
+        ? "context per user, lowered from " + std::to_string(plan.contextTokens) + " to the most that fits for " + users
+        : std::string("context per user, from the plan");
+    const auto add = [&](std::string name, std::string value, LaunchFlagKind kind, std::string note) {
+        out.flags.push_back({std::move(name), std::move(value), kind, std::move(note)});
+    };
+    const LaunchFlagKind arg = LaunchFlagKind::Argument;
+
+    switch (*engine) {
+    case LaunchEngine::Vllm: {
+        auto kv = vllmKvDtype(plan.kvDtypeId);
+        if (!kv)
+            return tl::unexpected(kv.error());
+        add("--max-model-len", ctx, arg, ctxNote);
+        add("--max-num-seqs", users, arg, "concurrent sequences");
+        add("--gpu-memory-utilization", fixed(request.engine.memoryFraction, 2), arg,
+            "fraction of the card total the plan gave vLLM");
+        add("--kv-cache-dtype", *kv, arg, *kv == "auto" ? "auto = the model's dtype (" + plan.kvDtypeId + ")" : "fp8 cache");
+        add("--tensor-parallel-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
+        if (plan.pipelineParallel > 1)
+            add("--pipeline-parallel-size", std::to_string(plan.pipelineParallel), arg, "pipeline stages");
+        out.command = commandLine("vllm serve " + modelArgument(request.model, false), out.flags);
+        break;
+    }
+    case LaunchEngine::LlamaCpp: {
+        auto kv = llamaCppKvDtype(plan.kvDtypeId);
+        if (!kv)
+            return tl::unexpected(kv.error());
+        std::uint64_t total = 0;
+        try {
+            total = checkedMul(point->contextTokens, point->users, "total context");
+        } catch (const OverflowError& e) {
+            return tl::unexpected(std::string(e.what()));
+        }
+        add("-c", std::to_string(total), arg, "total context: " + users + " slots x " + ctx + " tokens (llama-server divides -c among -np slots)");
+        add("-np", users, arg, "parallel slots (concurrent sequences)");
+        add("-ngl", "999", arg, "every layer on the GPU, as planned");
+        add("-ctk", *kv, arg, "K cache type");
+        add("-ctv", *kv, arg, "V cache type");
+        add("-fa", plan.flashAttention ? "on" : "off", arg,
+            plan.flashAttention ? "flash attention, as planned" : "no flash attention: full attention scores counted");
+        if (isQuantizedCache(*kv) && !plan.flashAttention)
+            out.notes.push_back("llama.cpp needs flash attention (-fa on) for a quantized V cache");
+        if (plan.tensorParallel * plan.pipelineParallel > 1)
+            out.notes.push_back("the plan splits the model over " + std::to_string(plan.tensorParallel * plan.pipelineParallel)
+                                + " GPUs: add --split-mode and --tensor-split");
+        out.command = commandLine("llama-server -m " + modelArgument(request.model, true), out.flags);
+        break;
+    }
+    case LaunchEngine::SgLang: {
+        auto kv = sglangKvDtype(plan.kvDtypeId);
+        if (!kv)
+            return tl::unexpected(kv.error());
+        const double fraction = request.engine.memoryFraction > 0
+            ? request.engine.memoryFraction
+            : sglangMemFractionStatic(plan.cardTotalBytes, plan.tensorParallel, plan.pipelineParallel);
+        add("--context-length", ctx, arg, ctxNote);
+        add("--max-running-requests", users, arg, "concurrent requests");
+        add("--mem-fraction-static", fixed(fraction, 3), arg, "weights + KV pool share of the card, as planned");
+        if (*kv != "auto")
+            add("--kv-cache-dtype", *kv, arg, "fp8 cache");
+        if (plan.tensorParallel > 1)
+            add("--tp-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
+        out.command = commandLine("python -m sglang.launch_server --model-path " + modelArgument(request.model, false), out.flags);
+        break;
+    }
+    case LaunchEngine::Ollama: {
+        auto kv = ollamaKvDtype(plan.kvDtypeId);
+        if (!kv)
+            return tl::unexpected(kv.error());
+        const LaunchFlagKind env = LaunchFlagKind::Environment;
+        add("OLLAMA_NUM_PARALLEL", users, env, "parallel requests per model; memory scales with num_ctx x this");
+        add("OLLAMA_CONTEXT_LENGTH", ctx, env, "server default context when a request names none");
+        add("OLLAMA_FLASH_ATTENTION", plan.flashAttention ? "1" : "0", env,
+            plan.flashAttention ? "flash attention, as planned" : "no flash attention, as planned");
+        add("OLLAMA_KV_CACHE_TYPE", *kv, env, "KV cache type");
+        add("num_ctx", ctx, LaunchFlagKind::ModelParameter, ctxNote);
+        if (*kv != "f16" && !plan.flashAttention)
+            out.notes.push_back("Ollama applies OLLAMA_KV_CACHE_TYPE only with OLLAMA_FLASH_ATTENTION=1");
+        out.command = commandLine("ollama serve", out.flags) + "\n# per model (Modelfile): PARAMETER num_ctx " + ctx
+            + "\n# per request (API): \"options\": {\"num_ctx\": " + ctx + "}";
+        break;
+    }
+    }
+    if (*engine != LaunchEngine::LlamaCpp && modelArgument(request.model, false) == "$MODEL")
+        out.notes.push_back("set MODEL to the " + request.model.id + " checkpoint in " + plan.formatId + " weights");
+    if (*engine == LaunchEngine::LlamaCpp && modelArgument(request.model, true) == "$MODEL")
+        out.notes.push_back("set MODEL to the " + request.model.id + " GGUF file in " + plan.formatId + " weights");
+    return out;
+}
+
+} // namespace headroom

@@ -1,0 +1,528 @@
+#include "headroom/core/report/report.h"
+
+#include "headroom/core/enginepolicy.h"
+#include "headroom/core/launchflags.h"
+#include "headroom/core/resolve.h"
+#include "headroom/core/version.h"
+
+#include "planjson.h"
+#include "reportjson.h"
+
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "reportschema.inc"
+
+namespace headroom {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kMasked = "<masked>";
+
+std::string nowUtc()
+{
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// Three decimals are what a person reads; fewer digits keep golden files stable.
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+json modelJson(const ModelProfile& m, const PlanResult& p)
+{
+    json j;
+    j["id"] = m.id;
+    j["name"] = m.name;
+    j["source"] = m.source;
+    j["content_hash"] = m.contentHash;
+    j["parameters"] = p.parameters;
+    j["parameters_source"] = p.parametersSource;
+    j["exact_weights"] = m.exactWeights.has_value();
+    j["warnings"] = m.warnings;
+    return j;
+}
+
+json cardJson(const Card& c)
+{
+    return {{"id", c.id},
+            {"name", c.name},
+            {"memory_class", c.memoryClass},
+            {"total_bytes", c.totalBytes.value},
+            {"bandwidth_gbps", c.bandwidthGBps},
+            {"fp16_tflops", c.fp16Tflops},
+            {"l2_bytes", c.l2Bytes.value},
+            {"anonymous", c.anonymous},
+            {"source", c.source}};
+}
+
+json engineJson(const EnginePolicy& e)
+{
+    return {{"id", e.id},
+            {"name", e.name},
+            {"kind", engineKindName(e.kind)},
+            {"version", e.version},
+            {"memory_fraction", e.memoryFraction},
+            {"fixed_reserve_bytes", e.fixedReserve.value},
+            {"runtime_bytes", e.runtimeBytes.value},
+            {"workspace_bytes", e.workspaceBytes.value},
+            {"cuda_graph_bytes", e.cudaGraphBytes.value},
+            {"block_tokens", e.blockTokens},
+            {"ubatch_tokens", e.ubatchTokens},
+            {"flash_attention", e.flashAttention},
+            {"source", e.source}};
+}
+
+// What `checkReport` needs to rebuild the request with core's resolvers.
+json requestJson(const PlanRequest& r)
+{
+    json j;
+    j["model"] = r.model.id;
+    j["weights_format"] = r.format.id;
+    j["kv_dtype"] = r.kvDtype.id;
+    j["card"] = r.card.id;
+    j["engine"] = r.engine.id;
+    if (r.engine.kind == EngineKind::Flat)
+        j["reserve_bytes"] = r.engine.fixedReserve.value;
+    j["tensor_parallel"] = r.tensorParallel;
+    j["pipeline_parallel"] = r.pipelineParallel;
+    if (r.contextTokens)
+        j["context_tokens"] = *r.contextTokens;
+    if (r.users)
+        j["users"] = *r.users;
+    if (r.ubatchTokens)
+        j["ubatch_tokens"] = *r.ubatchTokens;
+    if (r.flashAttention)
+        j["flash_attention"] = *r.flashAttention;
+    if (r.nominalParameters)
+        j["nominal_parameters"] = *r.nominalParameters;
+    json measured = json::object();
+    if (r.measured.activationPeakBytes)
+        measured["activation_peak_bytes"] = r.measured.activationPeakBytes->value;
+    if (r.measured.runtimeBytes)
+        measured["runtime_bytes"] = r.measured.runtimeBytes->value;
+    if (r.measured.cudaGraphBytes)
+        measured["cuda_graph_bytes"] = r.measured.cudaGraphBytes->value;
+    if (!measured.empty())
+        j["measured"] = measured;
+    return j;
+}
+
+json launchJson(const LaunchFlags& f)
+{
+    json flags = json::array();
+    for (const LaunchFlag& flag : f.flags)
+        flags.push_back({{"name", flag.name}, {"value", flag.value}, {"kind", launchFlagKindName(flag.kind)}, {"note", flag.note}});
+    return {{"engine", launchEngineName(f.engine)},
+            {"users", f.point.users},
+            {"context_tokens", f.point.contextTokens},
+            {"context_lowered", f.point.lowered},
+            {"command", f.command},
+            {"flags", flags},
+            {"notes", f.notes}};
+}
+
+// BRIEF §2: the decode step streams the weights and the caches; step >= max(bytes / bandwidth,
+// FLOPs / peak). A ceiling on tokens/s from datasheet figures, replaced by measured speed.
+std::optional<json> rooflineJson(const PlanRequest& r, const PlanResult& p)
+{
+    if (r.card.bandwidthGBps <= 0)
+        return std::nullopt;
+    auto point = launchPoint(p);
+    const std::uint64_t users = point ? point->users : 1;
+    const std::uint64_t context = point ? point->contextTokens : 0;
+    Bytes kv;
+    try {
+        kv = kvBytes(p.kv, users, context, p.paging, p.ubatchTokens);
+    } catch (const OverflowError&) {
+        return std::nullopt;
+    }
+    const double bytes = static_cast<double>(p.weightsBytes.value) + static_cast<double>(kv.value);
+    const double devices = static_cast<double>(std::max<std::uint32_t>(p.tensorParallel * p.pipelineParallel, 1));
+    const double flops = 2.0 * static_cast<double>(p.parameters) / devices * static_cast<double>(users);
+    const double memorySeconds = bytes / (r.card.bandwidthGBps * 1e9);
+    const double computeSeconds = r.card.fp16Tflops > 0 ? flops / (r.card.fp16Tflops * 1e12) : 0.0;
+    const double step = std::max(memorySeconds, computeSeconds);
+    json j;
+    j["users"] = users;
+    j["context_tokens"] = context;
+    j["bytes_per_step"] = static_cast<std::uint64_t>(bytes);
+    j["flops_per_step"] = round3(flops);
+    j["bandwidth_gbps"] = r.card.bandwidthGBps;
+    j["fp16_tflops"] = r.card.fp16Tflops;
+    j["decode_step_floor_ms"] = round3(step * 1e3);
+    j["tokens_per_second_per_user_max"] = round3(1.0 / step);
+    j["tokens_per_second_total_max"] = round3(static_cast<double>(users) / step);
+    j["bound"] = computeSeconds > memorySeconds ? "compute" : "memory";
+    j["source"] = "roofline lower bound on the decode step (BRIEF §2): max(weights + KV bytes / bandwidth, "
+                  "2 x parameters x users / fp16 peak), card datasheet figures; probes measure the real step";
+    return j;
+}
+
+template <typename T, typename Key>
+void addUnique(json& array, std::set<std::string>& seen, const Key& key, const T& value)
+{
+    if (seen.insert(key).second)
+        array.push_back(value);
+}
+
+// One line per valijson error: "/pointer: description".
+void collectErrors(valijson::ValidationResults& results, std::vector<std::string>& out)
+{
+    valijson::ValidationResults::Error error;
+    while (results.popError(error) && out.size() < 20) {
+        std::string pointer;
+        for (const std::string& part : error.context) {
+            if (part == "<root>")
+                continue;
+            std::string token = part.size() >= 2 && part.front() == '[' && part.back() == ']' ? part.substr(1, part.size() - 2) : part;
+            pointer += "/" + token;
+        }
+        out.push_back((pointer.empty() ? "/" : pointer) + ": " + error.description);
+    }
+}
+
+const valijson::Schema* reportSchema(std::string* problem)
+{
+    static std::once_flag once;
+    static std::unique_ptr<valijson::Schema> schema;
+    static std::string error;
+    std::call_once(once, [] {
+        try {
+            const json raw = json::parse(reportSchemaText());
+            auto s = std::make_unique<valijson::Schema>();
+            valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+            valijson::adapters::NlohmannJsonAdapter adapter(raw);
+            parser.populateSchema(adapter, *s);
+            schema = std::move(s);
+        } catch (const std::exception& e) {
+            error = std::string("the embedded report schema is invalid: ") + e.what();
+        }
+    });
+    if (!schema && problem)
+        *problem = error;
+    return schema.get();
+}
+
+tl::expected<json, ReportError> block(const std::string& text, const char* name)
+{
+    if (text.empty())
+        return json();
+    auto doc = reportdetail::parse(text, name);
+    if (!doc)
+        return doc;
+    if (!doc->is_object())
+        return tl::unexpected(ReportError{std::string(name) + " block: expected a JSON object"});
+    return doc;
+}
+
+tl::expected<json, ReportError> buildReport(const ReportInput& input)
+{
+    if (input.requests.size() != input.plans.size())
+        return tl::unexpected(ReportError{"report: " + std::to_string(input.requests.size()) + " requests but "
+                                          + std::to_string(input.plans.size()) + " plans"});
+    json doc;
+    doc["schema_version"] = kReportSchemaVersion;
+    doc["kind"] = "headroom-capacity-report";
+    doc["title"] = input.title.empty() ? std::string("Capacity report") : input.title;
+    doc["tool"] = {{"name", "headroom"}, {"version", toolVersion()}};
+    doc["created_utc"] = input.createdUtc.empty() ? nowUtc() : input.createdUtc;
+
+    json models = json::array(), cards = json::array(), engines = json::array(), formats = json::array(),
+         kvDtypes = json::array(), requests = json::array();
+    std::set<std::string> seenModels, seenCards, seenEngines, seenFormats, seenKv;
+    json plans = json::array();
+    json matrix = json::array();
+    for (std::size_t i = 0; i < input.plans.size(); ++i) {
+        const PlanRequest& r = input.requests[i];
+        const PlanResult& p = input.plans[i];
+        addUnique(models, seenModels, r.model.id, modelJson(r.model, p));
+        addUnique(cards, seenCards, r.card.id, cardJson(r.card));
+        addUnique(engines, seenEngines, r.engine.id, engineJson(r.engine));
+        addUnique(formats, seenFormats, p.formatId, json{{"id", p.formatId}, {"description", r.format.description}});
+        addUnique(kvDtypes, seenKv, p.kvDtypeId, json{{"id", p.kvDtypeId}, {"bytes_per_value", r.kvDtype.bytesPerValue()}});
+        requests.push_back(requestJson(r));
+
+        json plan = planJsonObject(p);
+        if (auto flags = launchFlags(r, p))
+            plan["launch"] = launchJson(*flags);
+        else
+            plan["launch_error"] = flags.error();
+        if (auto roof = rooflineJson(r, p))
+            plan["roofline"] = *roof;
+        plans.push_back(plan);
+
+        json cell{{"plan_index", i},
+                  {"model", p.modelId},
+                  {"weights_format", p.formatId},
+                  {"card", p.cardId},
+                  {"fits", p.fits},
+                  {"weights_bytes", p.weightsBytes.value},
+                  {"usable_bytes", p.usableBytes.value},
+                  {"max_resident_tokens", p.maxResidentTokens},
+                  {"users", p.users},
+                  {"context_tokens", p.contextTokens}};
+        if (p.maxContext)
+            cell["max_context"] = *p.maxContext;
+        if (p.maxUsers)
+            cell["max_users"] = *p.maxUsers;
+        matrix.push_back(cell);
+    }
+    doc["inputs"] = {{"models", models},     {"cards", cards},         {"engines", engines},
+                     {"weights_formats", formats}, {"kv_dtypes", kvDtypes}, {"requests", requests}};
+    doc["what_fits"] = matrix;
+    doc["plans"] = plans;
+
+    auto probes = block(input.probesJson, "probes");
+    if (!probes)
+        return tl::unexpected(probes.error());
+    if (!probes->is_null())
+        doc["probes"] = *probes;
+    auto speed = block(input.speedJson, "speed");
+    if (!speed)
+        return tl::unexpected(speed.error());
+    if (!speed->is_null())
+        doc["speed"] = *speed;
+
+    const std::vector<std::string> errors = reportdetail::schemaErrors(doc);
+    if (!errors.empty())
+        return tl::unexpected(ReportError{"the report does not match its schema: " + errors.front()});
+    return doc;
+}
+
+void maskInPlace(json& doc)
+{
+    if (doc.contains("tool") && doc["tool"].is_object())
+        doc["tool"]["version"] = kMasked;
+    if (doc.contains("created_utc"))
+        doc["created_utc"] = kMasked;
+}
+
+// Rebuilds request i from the report's inputs.requests[i].
+tl::expected<PlanRequest, std::string> rebuildRequest(const json& r, const ProfileSet& profiles)
+{
+    PlanRequest req;
+    auto model = resolveModel(r.at("model").get<std::string>(), profiles);
+    if (!model)
+        return tl::unexpected(model.error());
+    req.model = *model;
+    const std::string formatId = r.at("weights_format").get<std::string>();
+    auto format = resolveFormat(formatId, req.model);
+    if (!format && req.model.exactWeights && req.model.exactWeights->formatId == formatId)
+        format = resolveFormat("", req.model);
+    if (!format)
+        return tl::unexpected(format.error());
+    req.format = *format;
+    auto kv = resolveKvDtype(r.at("kv_dtype").get<std::string>());
+    if (!kv)
+        return tl::unexpected(kv.error());
+    req.kvDtype = *kv;
+    auto card = resolveCard(r.at("card").get<std::string>(), profiles);
+    if (!card)
+        return tl::unexpected(card.error());
+    req.card = *card;
+    const std::string engineId = r.at("engine").get<std::string>();
+    if (engineId == "flat") {
+        req.engine = flatReservePolicy(Bytes{r.value("reserve_bytes", std::uint64_t{0})});
+    } else {
+        auto engine = resolveEngine(engineId, profiles);
+        if (!engine)
+            return tl::unexpected(engine.error());
+        req.engine = *engine;
+    }
+    req.tensorParallel = r.value("tensor_parallel", 1u);
+    req.pipelineParallel = r.value("pipeline_parallel", 1u);
+    if (r.contains("context_tokens"))
+        req.contextTokens = r["context_tokens"].get<std::uint64_t>();
+    if (r.contains("users"))
+        req.users = r["users"].get<std::uint64_t>();
+    if (r.contains("ubatch_tokens"))
+        req.ubatchTokens = r["ubatch_tokens"].get<std::uint64_t>();
+    if (r.contains("flash_attention"))
+        req.flashAttention = r["flash_attention"].get<bool>();
+    if (r.contains("nominal_parameters"))
+        req.nominalParameters = r["nominal_parameters"].get<std::uint64_t>();
+    if (r.contains("measured")) {
+        const json& m = r["measured"];
+        if (m.contains("activation_peak_bytes"))
+            req.measured.activationPeakBytes = Bytes{m["activation_peak_bytes"].get<std::uint64_t>()};
+        if (m.contains("runtime_bytes"))
+            req.measured.runtimeBytes = Bytes{m["runtime_bytes"].get<std::uint64_t>()};
+        if (m.contains("cuda_graph_bytes"))
+            req.measured.cudaGraphBytes = Bytes{m["cuda_graph_bytes"].get<std::uint64_t>()};
+    }
+    return req;
+}
+
+std::string valueText(const json& doc, const std::string& pointer)
+{
+    const json::json_pointer ptr(pointer);
+    if (!doc.contains(ptr))
+        return "(absent)";
+    return doc.at(ptr).dump();
+}
+
+tl::expected<ReportCheck, ReportError> checkImpl(const std::string& reportJson, const ProfileSet& profiles)
+{
+    auto parsed = reportdetail::parse(reportJson, "report");
+    if (!parsed)
+        return tl::unexpected(parsed.error());
+    json& stored = *parsed;
+    if (!stored.is_object())
+        return tl::unexpected(ReportError{"report: expected a JSON object"});
+    if (stored.contains("schema_version") && stored["schema_version"] != kReportSchemaVersion)
+        return tl::unexpected(ReportError{"report schema_version " + stored["schema_version"].dump() + ", this build reads "
+                                          + std::to_string(kReportSchemaVersion)});
+    ReportCheck check;
+    check.currentVersion = toolVersion();
+    check.schemaErrors = reportdetail::schemaErrors(stored);
+    if (!check.schemaErrors.empty())
+        return check;
+    check.reportedVersion = stored["tool"]["version"].get<std::string>();
+
+    ReportInput input;
+    input.title = stored.value("title", std::string());
+    input.createdUtc = stored["created_utc"].get<std::string>();
+    const json& requests = stored["inputs"]["requests"];
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        auto req = rebuildRequest(requests[i], profiles);
+        if (!req)
+            return tl::unexpected(ReportError{"cannot recompute plan " + std::to_string(i) + ": " + req.error()});
+        auto plan = makePlan(*req);
+        if (!plan)
+            return tl::unexpected(ReportError{"cannot recompute plan " + std::to_string(i) + ": " + plan.error()});
+        input.requests.push_back(std::move(*req));
+        input.plans.push_back(std::move(*plan));
+    }
+    auto now = buildReport(input);
+    if (!now)
+        return tl::unexpected(now.error());
+    check.recomputed = true;
+
+    json a = stored;
+    json b = *now;
+    for (json* d : {&a, &b}) {
+        maskInPlace(*d);
+        d->erase("probes");
+        d->erase("speed");
+    }
+    for (const json& op : json::diff(a, b)) {
+        const std::string path = op["path"].get<std::string>();
+        const std::string kind = op["op"].get<std::string>();
+        ReportDrift drift;
+        drift.path = path;
+        drift.reported = kind == "add" ? std::string("(absent)") : valueText(a, path);
+        drift.now = kind == "remove" ? std::string("(absent)") : op.contains("value") ? op["value"].dump() : valueText(b, path);
+        check.drifts.push_back(std::move(drift));
+    }
+    return check;
+}
+
+} // namespace
+
+namespace reportdetail {
+
+tl::expected<json, ReportError> parse(const std::string& text, const char* what)
+{
+    try {
+        return json::parse(text);
+    } catch (const json::parse_error& e) {
+        // "byte N" from nlohmann's message is the useful part for a corrupt file.
+        std::string message = e.what();
+        if (const auto at = message.find("syntax error"); at != std::string::npos)
+            message = message.substr(at);
+        return tl::unexpected(ReportError{std::string(what) + ": not valid JSON (at byte " + std::to_string(e.byte) + "): " + message});
+    }
+}
+
+std::vector<std::string> schemaErrors(const json& doc)
+{
+    std::string problem;
+    const valijson::Schema* schema = reportSchema(&problem);
+    if (!schema)
+        return {problem};
+    valijson::Validator validator;
+    valijson::ValidationResults results;
+    valijson::adapters::NlohmannJsonAdapter adapter(doc);
+    if (validator.validate(*schema, adapter, &results))
+        return {};
+    std::vector<std::string> out;
+    collectErrors(results, out);
+    if (out.empty())
+        out.push_back("/: does not match report.schema.json");
+    return out;
+}
+
+std::string serialise(const json& doc) { return doc.dump(2) + "\n"; }
+
+} // namespace reportdetail
+
+const std::string& reportSchemaText()
+{
+    static const std::string text = kEmbeddedReportSchema;
+    return text;
+}
+
+tl::expected<std::string, ReportError> buildReportJson(const ReportInput& input)
+{
+    try {
+        auto doc = buildReport(input);
+        if (!doc)
+            return tl::unexpected(doc.error());
+        return reportdetail::serialise(*doc);
+    } catch (const std::exception& e) {
+        return tl::unexpected(ReportError{std::string("cannot build the report: ") + e.what()});
+    }
+}
+
+std::vector<std::string> validateReport(const std::string& reportJson)
+{
+    try {
+        auto doc = reportdetail::parse(reportJson, "report");
+        if (!doc)
+            return {doc.error().message};
+        return reportdetail::schemaErrors(*doc);
+    } catch (const std::exception& e) {
+        return {std::string("report: ") + e.what()};
+    }
+}
+
+tl::expected<std::string, ReportError> maskVolatileFields(const std::string& reportJson)
+{
+    try {
+        auto doc = reportdetail::parse(reportJson, "report");
+        if (!doc)
+            return tl::unexpected(doc.error());
+        maskInPlace(*doc);
+        return reportdetail::serialise(*doc);
+    } catch (const std::exception& e) {
+        return tl::unexpected(ReportError{std::string("report: ") + e.what()});
+    }
+}
+
+tl::expected<ReportCheck, ReportError> checkReport(const std::string& reportJson, const ProfileSet& profiles)
+{
+    // Nothing thrown by nlohmann, valijson or the standard library crosses the core API (STYLE.md §6).
+    try {
+        return checkImpl(reportJson, profiles);
+    } catch (const std::exception& e) {
+        return tl::unexpected(ReportError{std::string("report: ") + e.what()});
+    }
+}
+
+} // namespace headroom

@@ -1,0 +1,778 @@
+#include "headroom/core/report/reportdocument.h"
+
+#include "headroom/core/units.h"
+
+#include "reportjson.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace headroom::report {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kDash = "-";
+
+std::string thousands(const json& v) { return v.is_number_unsigned() || v.is_number_integer() ? formatThousands(v.get<std::uint64_t>()) : v.dump(); }
+
+std::string bytesText(std::uint64_t b) { return formatBytes(Bytes{b}); }
+
+std::string number(double v)
+{
+    char buf[64];
+    if (std::fabs(v) >= 1000 && std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1.8e19)
+        return formatThousands(static_cast<std::uint64_t>(std::llround(std::fabs(v))));
+    if (std::fabs(v) >= 100)
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    else if (std::fabs(v) >= 1 || v == 0)
+        std::snprintf(buf, sizeof buf, "%.2f", v);
+    else
+        std::snprintf(buf, sizeof buf, "%.3f", v);
+    return buf;
+}
+
+// A value of a probe or device record, formatted by the unit its key ends in.
+std::string valueWithUnit(const std::string& key, const json& v)
+{
+    if (v.is_boolean())
+        return v.get<bool>() ? "yes" : "no";
+    if (v.is_string())
+        return v.get<std::string>();
+    if (v.is_null())
+        return kDash;
+    if (!v.is_number())
+        return v.dump();
+    const auto endsWith = [&](const char* suffix) {
+        const std::string s(suffix);
+        return key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;
+    };
+    if (endsWith("bytes") && (v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0)))
+        return formatThousands(v.get<std::uint64_t>()) + " B (" + bytesText(v.get<std::uint64_t>()) + ")";
+    if (endsWith("bytes") && v.is_number_integer())
+        return "-" + formatThousands(static_cast<std::uint64_t>(-v.get<std::int64_t>())) + " B";
+    const double d = v.get<double>();
+    const bool integer = v.is_number_integer() || v.is_number_unsigned();
+    if (integer && !endsWith("tokens") && !endsWith("_ms") && !endsWith("gbps"))
+        return v.is_number_unsigned() || v.get<std::int64_t>() >= 0 ? formatThousands(v.get<std::uint64_t>())
+                                                                     : "-" + formatThousands(static_cast<std::uint64_t>(-v.get<std::int64_t>()));
+    if (endsWith("tokens"))
+        return number(d) + " tokens";
+    if (endsWith("_ms"))
+        return number(d) + " ms";
+    if (endsWith("gbps"))
+        return number(d) + " GB/s";
+    if (endsWith("fraction") || endsWith("ratio"))
+        return number(d);
+    if (endsWith("percent"))
+        return number(d) + " %";
+    return number(d);
+}
+
+std::string planLabel(const json& p)
+{
+    return p["model"].get<std::string>() + " · " + p["weights_format"].get<std::string>() + " · " + p["card"].get<std::string>();
+}
+
+std::string joinUnique(const json& items, const char* key, const std::string& sep = ", ")
+{
+    std::vector<std::string> seen;
+    for (const json& i : items) {
+        const std::string v = i[key].get<std::string>();
+        if (std::find(seen.begin(), seen.end(), v) == seen.end())
+            seen.push_back(v);
+    }
+    std::string out;
+    for (const std::string& s : seen)
+        out += (out.empty() ? "" : sep) + s;
+    return out;
+}
+
+Block paragraph(std::string text)
+{
+    Block b;
+    b.kind = Block::Kind::Paragraph;
+    b.text = std::move(text);
+    return b;
+}
+
+// A long shell line broken before its options, with " \\" continuations, so that it reads (and
+// prints) without running off the page; pasted into a shell it is the same command.
+std::string wrapCommand(const std::string& text, std::size_t width = 84)
+{
+    std::string out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos)
+            end = text.size();
+        const std::string line = text.substr(start, end - start);
+        if (!out.empty())
+            out += "\n";
+        if (line.size() <= width || line.rfind("#", 0) == 0) {
+            out += line;
+        } else {
+            // Words; an option and its value stay together.
+            std::vector<std::string> words;
+            std::size_t at = 0;
+            while (at < line.size()) {
+                const std::size_t next = line.find(' ', at);
+                words.push_back(line.substr(at, next == std::string::npos ? std::string::npos : next - at));
+                at = next == std::string::npos ? line.size() : next + 1;
+            }
+            std::vector<std::string> groups;
+            for (const std::string& w : words) {
+                if (!groups.empty() && !w.empty() && w[0] != '-' && !groups.back().empty() && groups.back()[0] == '-'
+                    && groups.back().find(' ') == std::string::npos)
+                    groups.back() += " " + w;
+                else
+                    groups.push_back(w);
+            }
+            std::string current;
+            for (const std::string& g : groups) {
+                if (!current.empty() && current.size() + 1 + g.size() > width - 2) {
+                    out += current + " \\\n";
+                    current = "    " + g;
+                } else {
+                    current += (current.empty() ? "" : " ") + g;
+                }
+            }
+            out += current;
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+Block code(std::string text)
+{
+    Block b;
+    b.kind = Block::Kind::Code;
+    b.text = wrapCommand(text);
+    return b;
+}
+
+Block tableBlock(Table t)
+{
+    Block b;
+    b.kind = Block::Kind::Table;
+    b.table = std::move(t);
+    return b;
+}
+
+Block chartBlock(Chart c)
+{
+    Block b;
+    b.kind = Block::Kind::Chart;
+    b.chart = std::move(c);
+    return b;
+}
+
+Table makeTable(std::string caption, std::vector<std::string> header, std::vector<bool> numeric)
+{
+    Table t;
+    t.caption = std::move(caption);
+    t.header = std::move(header);
+    t.numeric = std::move(numeric);
+    return t;
+}
+
+void addRow(Table& t, std::vector<std::string> row, std::vector<CellStatus> status = {})
+{
+    if (status.empty())
+        status.assign(row.size(), CellStatus::Plain);
+    t.rows.push_back(std::move(row));
+    t.status.push_back(std::move(status));
+}
+
+Section inputsSection(const json& doc)
+{
+    Section s;
+    s.heading = "Inputs";
+    const json& in = doc["inputs"];
+
+    Table models = makeTable("Models", {"model", "name", "parameters", "source", "files hash"}, {false, false, true, false, false});
+    for (const json& m : in["models"]) {
+        addRow(models, {m["id"].get<std::string>(), m["name"].get<std::string>(),
+                        formatCount(m["parameters"].get<std::uint64_t>()) + " (" + m.value("parameters_source", std::string()) + ")",
+                        m["source"].get<std::string>(),
+                        m["content_hash"].get<std::string>().empty() ? std::string("built-in profile") : m["content_hash"].get<std::string>()});
+    }
+    s.blocks.push_back(tableBlock(models));
+
+    Table cards = makeTable("Cards (driver-reported totals)", {"card", "name", "total bytes", "total", "bandwidth"},
+                            {false, false, true, true, true});
+    for (const json& c : in["cards"]) {
+        const double bw = c.value("bandwidth_gbps", 0.0);
+        addRow(cards, {c["id"].get<std::string>(), c["name"].get<std::string>().empty() ? "anonymous card" : c["name"].get<std::string>(),
+                       thousands(c["total_bytes"]), bytesText(c["total_bytes"].get<std::uint64_t>()),
+                       bw > 0 ? number(bw) + " GB/s" : std::string(kDash)});
+    }
+    s.blocks.push_back(tableBlock(cards));
+
+    Table engines = makeTable("Engine policies", {"engine", "version", "memory fraction", "kept free", "runtime", "KV block"},
+                              {false, false, true, true, true, true});
+    for (const json& e : in["engines"]) {
+        addRow(engines, {e["name"].get<std::string>(), e["version"].get<std::string>(), number(e.value("memory_fraction", 1.0)),
+                         bytesText(e.value("fixed_reserve_bytes", std::uint64_t{0})),
+                         bytesText(e.value("runtime_bytes", std::uint64_t{0})),
+                         formatThousands(e.value("block_tokens", std::uint64_t{1})) + " tokens"});
+    }
+    s.blocks.push_back(tableBlock(engines));
+
+    std::string formats;
+    for (const json& f : in["weights_formats"])
+        formats += (formats.empty() ? "" : "; ") + f["id"].get<std::string>()
+            + (f.value("description", std::string()).empty() ? "" : " (" + f["description"].get<std::string>() + ")");
+    std::string kv;
+    for (const json& k : in["kv_dtypes"])
+        kv += (kv.empty() ? "" : "; ") + k["id"].get<std::string>() + " (" + number(k["bytes_per_value"].get<double>()) + " B/value)";
+    s.blocks.push_back(paragraph("Weight formats: " + formats + ". KV cache: " + kv + "."));
+    return s;
+}
+
+// The what-fits cell: max context per user for the users asked, or why it does not fit.
+std::string matrixCell(const json& cell)
+{
+    const bool fits = cell["fits"].get<bool>();
+    if (!fits && cell["max_resident_tokens"].get<std::uint64_t>() == 0)
+        return "no: weights " + bytesText(cell["weights_bytes"].get<std::uint64_t>()) + " > usable "
+            + bytesText(cell["usable_bytes"].get<std::uint64_t>());
+    if (cell.contains("max_context"))
+        return thousands(cell["max_context"]) + (fits ? "" : " (no)");
+    return thousands(cell["max_resident_tokens"]) + (fits ? "" : " (no)");
+}
+
+Section whatFitsSection(const json& doc)
+{
+    Section s;
+    s.heading = "What fits";
+    const json& cells = doc["what_fits"];
+    std::vector<std::string> cards;
+    std::vector<std::pair<std::string, std::string>> rowsKeys;
+    for (const json& c : cells) {
+        const std::string card = c["card"].get<std::string>();
+        if (std::find(cards.begin(), cards.end(), card) == cards.end())
+            cards.push_back(card);
+        const auto key = std::make_pair(c["model"].get<std::string>(), c["weights_format"].get<std::string>());
+        if (std::find(rowsKeys.begin(), rowsKeys.end(), key) == rowsKeys.end())
+            rowsKeys.push_back(key);
+    }
+    const json& first = cells.at(0);
+    const bool byContext = first.contains("max_context");
+    s.blocks.push_back(paragraph(
+        byContext ? "Each cell: the largest context per user, in tokens, for " + thousands(first["users"])
+                        + " concurrent users; \"(no)\" when the " + thousands(first["context_tokens"])
+                        + " tokens asked for do not fit."
+                  : std::string("Each cell: the most tokens the KV cache holds (all users together); \"(no)\" when the "
+                                "context asked for does not fit.")));
+    std::vector<std::string> header{"model", "weights", "weights size"};
+    std::vector<bool> numeric{false, false, true};
+    for (const std::string& c : cards) {
+        header.push_back(c);
+        numeric.push_back(true);
+    }
+    Table t = makeTable("", header, numeric);
+    for (const auto& [model, format] : rowsKeys) {
+        std::vector<std::string> row{model, format, kDash};
+        std::vector<CellStatus> status(3, CellStatus::Plain);
+        for (const std::string& card : cards) {
+            std::string text = kDash;
+            CellStatus st = CellStatus::Plain;
+            for (const json& c : cells) {
+                if (c["model"] == model && c["weights_format"] == format && c["card"] == card) {
+                    text = matrixCell(c);
+                    st = c["fits"].get<bool>() ? CellStatus::Pass : CellStatus::Fail;
+                    row[2] = bytesText(c["weights_bytes"].get<std::uint64_t>());
+                    break;
+                }
+            }
+            row.push_back(text);
+            status.push_back(st);
+        }
+        addRow(t, row, status);
+    }
+    s.blocks.push_back(tableBlock(t));
+    return s;
+}
+
+std::uint64_t sumItems(const json& items)
+{
+    std::uint64_t total = 0;
+    for (const json& i : items)
+        total += i["bytes"].get<std::uint64_t>();
+    return total;
+}
+
+Section memorySection(const json& doc)
+{
+    Section s;
+    s.heading = "Memory";
+    Chart c;
+    c.kind = Chart::Kind::StackedBars;
+    c.title = "Memory of each card, per device (GiB)";
+    c.xLabel = "GiB (2^30 bytes)";
+    c.segmentNames = {"weights", "runtime and activations", "KV cache budget", "kept free by the engine"};
+    for (const json& p : doc["plans"]) {
+        const double gib = static_cast<double>(kGiB);
+        const std::uint64_t weights = p["weights_bytes"].get<std::uint64_t>();
+        const std::uint64_t over = sumItems(p["overheads"]);
+        const std::uint64_t kv = p["kv_budget_bytes"].get<std::uint64_t>();
+        const std::uint64_t reserved = sumItems(p["reserved"]);
+        c.categories.push_back(planLabel(p));
+        c.segments.push_back({static_cast<double>(weights) / gib, static_cast<double>(over) / gib, static_cast<double>(kv) / gib,
+                              static_cast<double>(reserved) / gib});
+        c.barLabels.push_back(bytesText(p["card_total_bytes"].get<std::uint64_t>()) + " card"
+                              + (weights + over > p["usable_bytes"].get<std::uint64_t>() ? ", over by "
+                                         + bytesText(weights + over - p["usable_bytes"].get<std::uint64_t>())
+                                                                                         : std::string()));
+    }
+    s.blocks.push_back(chartBlock(c));
+    Table t = makeTable("", {"plan", "card total", "weights", "runtime and activations", "KV cache budget", "kept free"},
+                        {false, true, true, true, true, true});
+    for (const json& p : doc["plans"])
+        addRow(t, {planLabel(p), bytesText(p["card_total_bytes"].get<std::uint64_t>()), bytesText(p["weights_bytes"].get<std::uint64_t>()),
+                   bytesText(sumItems(p["overheads"])), bytesText(p["kv_budget_bytes"].get<std::uint64_t>()),
+                   bytesText(sumItems(p["reserved"]))});
+    s.blocks.push_back(tableBlock(t));
+    s.blocks.push_back(paragraph("Weights and runtime memory come first; the KV cache gets what is left of the usable memory. "
+                                 "The bill of each plan, item by item, is under Plans."));
+    return s;
+}
+
+Section frontierSection(const json& doc)
+{
+    Section s;
+    s.heading = "Context x concurrency frontier";
+    s.blocks.push_back(paragraph("The largest context per user for 1, 2, 4, ... concurrent users: the KV cache holds a fixed "
+                                 "number of tokens, so the frontier is a hyperbola, bent by block rounding and capped at the "
+                                 "model's trained context."));
+    // One chart per (model, format, kv, engine), one line per card.
+    std::vector<std::string> groups;
+    std::map<std::string, std::vector<const json*>> byGroup;
+    for (const json& p : doc["plans"]) {
+        const std::string g = p["model"].get<std::string>() + " · " + p["weights_format"].get<std::string>() + " · "
+            + p["kv_dtype"].get<std::string>() + " KV · " + p["engine"].get<std::string>();
+        if (!byGroup.count(g))
+            groups.push_back(g);
+        byGroup[g].push_back(&p);
+    }
+    for (const std::string& g : groups) {
+        Chart c;
+        c.kind = Chart::Kind::Lines;
+        c.title = g;
+        c.xLabel = "concurrent users";
+        c.yLabel = "max context per user (tokens)";
+        c.logX = true;
+        c.logY = true;
+        std::vector<std::uint64_t> users;
+        std::vector<std::string> header{"users"};
+        std::vector<bool> numeric{true};
+        for (const json* p : byGroup[g]) {
+            Series line;
+            line.name = (*p)["card"].get<std::string>();
+            for (const json& f : (*p)["frontier"]) {
+                const std::uint64_t u = f["users"].get<std::uint64_t>();
+                const std::uint64_t ctx = f["context_tokens"].get<std::uint64_t>();
+                if (ctx == 0)
+                    continue;
+                line.x.push_back(static_cast<double>(u));
+                line.y.push_back(static_cast<double>(ctx));
+                if (std::find(users.begin(), users.end(), u) == users.end())
+                    users.push_back(u);
+            }
+            c.series.push_back(line);
+            header.push_back((*p)["card"].get<std::string>());
+            numeric.push_back(true);
+        }
+        std::sort(users.begin(), users.end());
+        if (!users.empty())
+            s.blocks.push_back(chartBlock(c));
+        Table t = makeTable(g + ": max context per user (tokens)", header, numeric);
+        for (std::uint64_t u : users) {
+            std::vector<std::string> row{formatThousands(u)};
+            for (const json* p : byGroup[g]) {
+                std::string cell = kDash;
+                for (const json& f : (*p)["frontier"])
+                    if (f["users"].get<std::uint64_t>() == u)
+                        cell = thousands(f["context_tokens"]);
+                row.push_back(cell);
+            }
+            addRow(t, row);
+        }
+        if (users.empty())
+            s.blocks.push_back(paragraph(g + ": no point of the frontier fits."));
+        else
+            s.blocks.push_back(tableBlock(t));
+    }
+    return s;
+}
+
+std::optional<Section> speedSection(const json& doc)
+{
+    Table t = makeTable("", {"plan", "users x context", "bytes per step", "step floor", "tokens/s per user", "tokens/s total", "bound"},
+                        {false, true, true, true, true, true, false});
+    std::string source;
+    for (const json& p : doc["plans"]) {
+        if (!p.contains("roofline"))
+            continue;
+        const json& r = p["roofline"];
+        source = r["source"].get<std::string>();
+        addRow(t, {planLabel(p), thousands(r["users"]) + " x " + thousands(r["context_tokens"]),
+                   bytesText(r["bytes_per_step"].get<std::uint64_t>()), number(r["decode_step_floor_ms"].get<double>()) + " ms",
+                   number(r["tokens_per_second_per_user_max"].get<double>()),
+                   number(r["tokens_per_second_total_max"].get<double>()), r["bound"].get<std::string>()});
+    }
+    if (t.rows.empty())
+        return std::nullopt;
+    Section s;
+    s.heading = "Speed ceiling (roofline)";
+    s.blocks.push_back(paragraph("Decode is memory-bound: each step streams the weights and every resident KV cache. "
+                                 "At the launch point of each plan (all caches full), no step can be faster than this. "
+                                 "Source: " + source + "."));
+    s.blocks.push_back(tableBlock(t));
+    return s;
+}
+
+Section probesSection(const json& probes)
+{
+    Section s;
+    s.heading = "Verified on the device (probes)";
+    const json& device = probes["device"];
+    Table d = makeTable("Device", {"fact", "value"}, {false, true});
+    static const std::vector<std::pair<std::string, std::string>> known = {
+        {"name", "name"}, {"driver_version", "driver version"}, {"cuda_version", "CUDA version"},
+        {"total_bytes", "total memory"}, {"free_bytes", "free memory"}, {"context_overhead_bytes", "CUDA context overhead (measured)"},
+        {"copy_bandwidth_gbps", "device-to-device copy bandwidth (measured)"}};
+    for (const auto& [key, label] : known)
+        if (device.contains(key))
+            addRow(d, {label, valueWithUnit(key, device[key])});
+    for (auto it = device.begin(); it != device.end(); ++it)
+        if (std::none_of(known.begin(), known.end(), [&](const auto& k) { return k.first == it.key(); }))
+            addRow(d, {it.key(), valueWithUnit(it.key(), it.value())});
+    s.blocks.push_back(tableBlock(d));
+
+    Table r = makeTable("Predicted against measured", {"probe", "result", "predicted", "measured", "margin", "details"},
+                        {false, false, true, true, true, false});
+    std::size_t passed = 0;
+    for (const json& res : probes["results"]) {
+        std::string predicted, measured, margin, details;
+        for (auto it = res.begin(); it != res.end(); ++it) {
+            const std::string& k = it.key();
+            const auto add = [&](std::string& into, const std::string& prefix) {
+                if (k.rfind(prefix, 0) != 0)
+                    return false;
+                into += (into.empty() ? "" : "; ") + valueWithUnit("_" + k.substr(prefix.size()), it.value());
+                return true;
+            };
+            if (k == "probe" || k == "pass")
+                continue;
+            if (add(predicted, "predicted_") || add(measured, "measured_") || add(margin, "margin_"))
+                continue;
+            details += (details.empty() ? "" : "; ") + k + " " + valueWithUnit(k, it.value());
+        }
+        const bool pass = res["pass"].get<bool>();
+        passed += pass;
+        addRow(r,
+               {res["probe"].get<std::string>(), pass ? "pass" : "FAIL", predicted.empty() ? kDash : predicted,
+                measured.empty() ? kDash : measured, margin.empty() ? kDash : margin, details.empty() ? kDash : details},
+               {CellStatus::Plain, pass ? CellStatus::Pass : CellStatus::Fail, CellStatus::Plain, CellStatus::Plain,
+                CellStatus::Plain, CellStatus::Plain});
+    }
+    s.blocks.push_back(paragraph(std::to_string(passed) + " of " + std::to_string(probes["results"].size())
+                                 + " probes passed on " + device["name"].get<std::string>() + "."));
+    s.blocks.push_back(tableBlock(r));
+    return s;
+}
+
+Section measuredSpeedSection(const json& speed)
+{
+    Section s;
+    s.heading = "Measured speed";
+    if (speed.contains("source"))
+        s.blocks.push_back(paragraph("Source: " + speed["source"].get<std::string>() + "."));
+    std::vector<std::string> keys;
+    for (const json& p : speed["points"])
+        for (auto it = p.begin(); it != p.end(); ++it)
+            if (std::find(keys.begin(), keys.end(), it.key()) == keys.end())
+                keys.push_back(it.key());
+    // users first, then context, then the rest in key order.
+    std::stable_partition(keys.begin(), keys.end(), [](const std::string& k) { return k == "users" || k == "context_tokens"; });
+    const std::vector<bool> numeric(keys.size(), true);
+    Table t = makeTable("", keys, numeric);
+    Series line;
+    line.name = "tokens/s, all users";
+    for (const json& p : speed["points"]) {
+        std::vector<std::string> row;
+        for (const std::string& k : keys)
+            row.push_back(p.contains(k) ? valueWithUnit(k, p[k]) : std::string(kDash));
+        addRow(t, row);
+        if (p.contains("users") && p.contains("tokens_per_second") && p["users"].is_number() && p["tokens_per_second"].is_number()) {
+            line.x.push_back(p["users"].get<double>());
+            line.y.push_back(p["tokens_per_second"].get<double>());
+        }
+    }
+    if (line.x.size() >= 2) {
+        Chart c;
+        c.kind = Chart::Kind::Lines;
+        c.title = "Throughput against concurrency";
+        c.xLabel = "concurrent users";
+        c.yLabel = "tokens/s";
+        c.logX = true;
+        c.series.push_back(line);
+        s.blocks.push_back(chartBlock(c));
+    }
+    if (speed.contains("knee_users"))
+        s.blocks.push_back(paragraph("The knee (decode turns compute-bound): " + thousands(speed["knee_users"]) + " users."));
+    s.blocks.push_back(tableBlock(t));
+    return s;
+}
+
+Section planSection(const json& p)
+{
+    Section s;
+    s.level = 3;
+    s.heading = planLabel(p) + " (" + p["engine"].get<std::string>() + ")";
+    std::string reason = p["reason"].get<std::string>();
+    if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0)
+        reason = (p["fits"].get<bool>() ? "fits: " : "does not fit: ") + reason;
+    reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
+    s.blocks.push_back(paragraph(reason));
+
+    Table bill = makeTable("Memory bill, per device", {"memory", "bytes", "size", "how"}, {false, true, true, false});
+    const auto row = [&](const std::string& name, std::uint64_t b, const std::string& how) {
+        addRow(bill, {name, formatThousands(b), bytesText(b), how});
+    };
+    row("card total", p["card_total_bytes"].get<std::uint64_t>(), "driver-reported total");
+    for (const json& r : p["reserved"])
+        row("- " + r["name"].get<std::string>(), r["bytes"].get<std::uint64_t>(), r["note"].get<std::string>());
+    row("= usable", p["usable_bytes"].get<std::uint64_t>(), "");
+    row("weights", p["weights_bytes"].get<std::uint64_t>(),
+        p["weights_format"].get<std::string>() + (p.value("weights_exact", false) ? " (exact, from the files)" : ""));
+    for (const json& o : p["overheads"])
+        row(o["name"].get<std::string>(), o["bytes"].get<std::uint64_t>(), o["note"].get<std::string>());
+    row("KV cache budget", p["kv_budget_bytes"].get<std::uint64_t>(),
+        thousands(p["kv_bytes_per_token"]) + " B/token (" + p["kv_dtype"].get<std::string>() + ")");
+    s.blocks.push_back(tableBlock(bill));
+
+    Table cap = makeTable("Capacity", {"capacity", "value"}, {false, true});
+    addRow(cap, {"max resident tokens", thousands(p["max_resident_tokens"])});
+    if (p.value("kv_blocks", std::uint64_t{0}) > 0 && p.value("kv_block_tokens", std::uint64_t{1}) > 1)
+        addRow(cap, {"KV blocks of " + thousands(p["kv_block_tokens"]) + " tokens", thousands(p["kv_blocks"])});
+    if (p.contains("max_context"))
+        addRow(cap, {"max context for " + thousands(p["users"]) + " users", thousands(p["max_context"])});
+    if (p.contains("max_users"))
+        addRow(cap, {"max users at " + thousands(p["context_tokens"]) + " tokens", thousands(p["max_users"])});
+    if (p.contains("max_concurrency"))
+        addRow(cap, {"vLLM maximum concurrency at " + thousands(p["context_tokens"]) + " tokens",
+                     number(p["max_concurrency"].get<double>()) + "x"});
+    addRow(cap, {"fits", p["fits"].get<bool>() ? "yes" : "no"},
+           {CellStatus::Plain, p["fits"].get<bool>() ? CellStatus::Pass : CellStatus::Fail});
+    s.blocks.push_back(tableBlock(cap));
+
+    if (p.contains("launch")) {
+        const json& l = p["launch"];
+        s.blocks.push_back(paragraph("Launch flags (" + l["engine"].get<std::string>() + "): " + thousands(l["users"])
+                                     + " users x " + thousands(l["context_tokens"]) + " tokens"
+                                     + (l["context_lowered"].get<bool>() ? ", the context lowered to what fits." : ".")));
+        s.blocks.push_back(code(l["command"].get<std::string>()));
+        Table flags = makeTable("", {"flag", "value", "why"}, {false, true, false});
+        for (const json& f : l["flags"])
+            addRow(flags, {f["name"].get<std::string>(), f["value"].get<std::string>(), f["note"].get<std::string>()});
+        s.blocks.push_back(tableBlock(flags));
+        for (const json& n : l["notes"])
+            s.blocks.push_back(paragraph("Note: " + n.get<std::string>() + "."));
+    } else if (p.contains("launch_error")) {
+        s.blocks.push_back(paragraph("No launch flags: " + p["launch_error"].get<std::string>() + "."));
+    }
+    for (const json& n : p["notes"])
+        s.blocks.push_back(paragraph("Note: " + n.get<std::string>()));
+    return s;
+}
+
+tl::expected<Document, ReportError> layout(const json& doc)
+{
+    Document d;
+    d.title = doc["title"].get<std::string>();
+    const json& in = doc["inputs"];
+    d.subtitle = joinUnique(in["models"], "id") + " · " + joinUnique(in["weights_formats"], "id") + " · "
+        + joinUnique(in["kv_dtypes"], "id") + " KV · on " + joinUnique(in["cards"], "id") + " · " + joinUnique(in["engines"], "name");
+    d.meta = "Headroom " + doc["tool"]["version"].get<std::string>() + " · created " + doc["created_utc"].get<std::string>()
+        + " · report schema " + std::to_string(doc["schema_version"].get<int>());
+
+    d.sections.push_back(whatFitsSection(doc));
+    d.sections.push_back(memorySection(doc));
+    d.sections.push_back(frontierSection(doc));
+    if (doc.contains("probes"))
+        d.sections.push_back(probesSection(doc["probes"]));
+    if (doc.contains("speed"))
+        d.sections.push_back(measuredSpeedSection(doc["speed"]));
+    if (auto speed = speedSection(doc))
+        d.sections.push_back(*speed);
+    Section plans;
+    plans.heading = "Plans";
+    plans.blocks.push_back(paragraph("Each plan: the bill, the capacity, and the engine's launch flags for it."));
+    d.sections.push_back(plans);
+    for (const json& p : doc["plans"])
+        d.sections.push_back(planSection(p));
+    d.sections.push_back(inputsSection(doc));
+    return d;
+}
+
+std::string mdCell(std::string s)
+{
+    std::string out;
+    for (char c : s) {
+        if (c == '|')
+            out += "\\|";
+        else if (c == '\n')
+            out += "<br>";
+        else
+            out += c;
+    }
+    return out.empty() ? " " : out;
+}
+
+std::string csvField(const std::string& s)
+{
+    if (s.find_first_of(",\"\n\r") == std::string::npos)
+        return s;
+    std::string out = "\"";
+    for (char c : s)
+        out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+
+std::string rawNumber(const json& p, const char* key)
+{
+    if (!p.contains(key))
+        return "";
+    const json& v = p[key];
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+} // namespace
+
+tl::expected<Document, ReportError> layoutReport(const std::string& reportJson)
+{
+    try {
+        auto doc = reportdetail::parse(reportJson, "report");
+        if (!doc)
+            return tl::unexpected(doc.error());
+        const std::vector<std::string> errors = reportdetail::schemaErrors(*doc);
+        if (!errors.empty())
+            return tl::unexpected(ReportError{"the report does not match its schema: " + errors.front()});
+        return layout(*doc);
+    } catch (const std::exception& e) {
+        return tl::unexpected(ReportError{std::string("report: ") + e.what()});
+    }
+}
+
+std::string renderMarkdown(const Document& d)
+{
+    std::string out = "# " + d.title + "\n\n";
+    if (!d.subtitle.empty())
+        out += "**" + d.subtitle + "**\n\n";
+    if (!d.meta.empty())
+        out += "_" + d.meta + "_\n\n";
+    for (const Section& s : d.sections) {
+        out += std::string(static_cast<std::size_t>(std::clamp(s.level, 1, 6)), '#') + " " + s.heading + "\n\n";
+        for (const Block& b : s.blocks) {
+            switch (b.kind) {
+            case Block::Kind::Paragraph:
+                out += b.text + "\n\n";
+                break;
+            case Block::Kind::Code:
+                out += "```sh\n" + b.text + "\n```\n\n";
+                break;
+            case Block::Kind::Chart:
+                break; // the data of every chart is in a table of the same section
+            case Block::Kind::Table: {
+                const Table& t = b.table;
+                if (!t.caption.empty())
+                    out += "**" + t.caption + "**\n\n";
+                out += "|";
+                for (const std::string& h : t.header)
+                    out += " " + mdCell(h) + " |";
+                out += "\n|";
+                for (std::size_t c = 0; c < t.header.size(); ++c)
+                    out += c < t.numeric.size() && t.numeric[c] ? " ---: |" : " --- |";
+                out += "\n";
+                for (std::size_t r = 0; r < t.rows.size(); ++r) {
+                    out += "|";
+                    for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
+                        std::string cell = mdCell(t.rows[r][c]);
+                        if (r < t.status.size() && c < t.status[r].size() && t.status[r][c] == CellStatus::Fail
+                            && cell.find("(no)") == std::string::npos && cell.rfind("no", 0) != 0 && cell != "FAIL")
+                            cell += " (no)";
+                        out += " " + cell + " |";
+                    }
+                    out += "\n";
+                }
+                out += "\n";
+                break;
+            }
+            }
+        }
+    }
+    return out;
+}
+
+tl::expected<std::string, ReportError> renderReportMarkdown(const std::string& reportJson)
+{
+    auto d = layoutReport(reportJson);
+    if (!d)
+        return tl::unexpected(d.error());
+    return renderMarkdown(*d);
+}
+
+tl::expected<std::string, ReportError> renderReportCsv(const std::string& reportJson)
+{
+    try {
+        auto parsed = reportdetail::parse(reportJson, "report");
+        if (!parsed)
+            return tl::unexpected(parsed.error());
+        const json& doc = *parsed;
+        const std::vector<std::string> errors = reportdetail::schemaErrors(doc);
+        if (!errors.empty())
+            return tl::unexpected(ReportError{"the report does not match its schema: " + errors.front()});
+        const std::vector<std::string> header{
+            "model", "weights_format", "kv_dtype", "card", "engine", "tensor_parallel", "pipeline_parallel", "users",
+            "context_tokens", "fits", "card_total_bytes", "usable_bytes", "weights_bytes", "overheads_bytes", "reserved_bytes",
+            "kv_budget_bytes", "kv_bytes_per_token", "max_resident_tokens", "max_context", "max_users", "max_concurrency",
+            "launch_engine", "launch_users", "launch_context_tokens", "decode_step_floor_ms", "tokens_per_second_per_user_max",
+            "reason"};
+        std::string out;
+        for (std::size_t i = 0; i < header.size(); ++i)
+            out += (i ? "," : "") + header[i];
+        out += "\n";
+        for (const json& p : doc["plans"]) {
+            const json launch = p.value("launch", json::object());
+            const json roof = p.value("roofline", json::object());
+            const std::vector<std::string> row{
+                p["model"].get<std::string>(), p["weights_format"].get<std::string>(), p["kv_dtype"].get<std::string>(),
+                p["card"].get<std::string>(), p["engine"].get<std::string>(), rawNumber(p, "tensor_parallel"),
+                rawNumber(p, "pipeline_parallel"), rawNumber(p, "users"), rawNumber(p, "context_tokens"),
+                p["fits"].get<bool>() ? "yes" : "no", rawNumber(p, "card_total_bytes"), rawNumber(p, "usable_bytes"),
+                rawNumber(p, "weights_bytes"), std::to_string(sumItems(p["overheads"])), std::to_string(sumItems(p["reserved"])),
+                rawNumber(p, "kv_budget_bytes"), rawNumber(p, "kv_bytes_per_token"), rawNumber(p, "max_resident_tokens"),
+                rawNumber(p, "max_context"), rawNumber(p, "max_users"), rawNumber(p, "max_concurrency"),
+                rawNumber(launch, "engine"), rawNumber(launch, "users"), rawNumber(launch, "context_tokens"),
+                rawNumber(roof, "decode_step_floor_ms"), rawNumber(roof, "tokens_per_second_per_user_max"),
+                p["reason"].get<std::string>()};
+            for (std::size_t i = 0; i < row.size(); ++i)
+                out += (i ? "," : "") + csvField(row[i]);
+            out += "\n";
+        }
+        return out;
+    } catch (const std::exception& e) {
+        return tl::unexpected(ReportError{std::string("report: ") + e.what()});
+    }
+}
+
+} // namespace headroom::report

@@ -1,0 +1,178 @@
+// Launch flags against each engine's documented flag names.
+//
+// The names each engine documents (the only names these tests accept):
+// - vLLM, `vllm serve` engine arguments: https://docs.vllm.ai/en/v0.5.3/models/engine_args.html
+//   (--max-model-len, --max-num-seqs, --gpu-memory-utilization, --kv-cache-dtype
+//   {auto,fp8,fp8_e5m2,fp8_e4m3}, --tensor-parallel-size, --pipeline-parallel-size); the same
+//   names in https://docs.vllm.ai/en/v0.9.2/api/vllm/config.html (CacheDType).
+// - llama.cpp `llama-server`, tools/server/README.md (github.com/ggml-org/llama.cpp):
+//   "-c, --ctx-size N", "-np, --parallel N", "-ngl, --gpu-layers, --n-gpu-layers N",
+//   "-ctk, --cache-type-k TYPE", "-ctv, --cache-type-v TYPE" (f32, f16, bf16, q8_0, q4_0, q4_1,
+//   iq4_nl, q5_0, q5_1), "-fa, --flash-attn [on|off|auto]".
+// - SGLang, https://docs.sglang.io/advanced_features/server_arguments.html:
+//   --context-length, --max-running-requests, --mem-fraction-static,
+//   --kv-cache-dtype {auto,fp8_e5m2,fp8_e4m3}, --tp-size.
+// - Ollama, docs/faq.md and envconfig/config.go (github.com/ollama/ollama): OLLAMA_NUM_PARALLEL,
+//   OLLAMA_CONTEXT_LENGTH, OLLAMA_FLASH_ATTENTION, OLLAMA_KV_CACHE_TYPE {f16,q8_0,q4_0}; the
+//   Modelfile parameter num_ctx (docs/modelfile.md).
+
+#include "tst_reportutil.h"
+
+#include "headroom/core/enginerules.h"
+#include "headroom/core/launchflags.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+using namespace headroom;
+
+namespace {
+
+const std::map<LaunchEngine, std::set<std::string>> kDocumented = {
+    {LaunchEngine::Vllm,
+     {"--max-model-len", "--max-num-seqs", "--gpu-memory-utilization", "--kv-cache-dtype", "--tensor-parallel-size",
+      "--pipeline-parallel-size"}},
+    {LaunchEngine::LlamaCpp, {"-c", "-np", "-ngl", "-ctk", "-ctv", "-fa"}},
+    {LaunchEngine::SgLang, {"--context-length", "--max-running-requests", "--mem-fraction-static", "--kv-cache-dtype", "--tp-size"}},
+    {LaunchEngine::Ollama, {"OLLAMA_NUM_PARALLEL", "OLLAMA_CONTEXT_LENGTH", "OLLAMA_FLASH_ATTENTION", "OLLAMA_KV_CACHE_TYPE", "num_ctx"}},
+};
+
+const std::map<std::string, std::set<std::string>> kDocumentedValues = {
+    {"--kv-cache-dtype", {"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}},
+    {"-ctk", {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}},
+    {"-ctv", {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}},
+    {"-fa", {"on", "off", "auto"}},
+    {"OLLAMA_KV_CACHE_TYPE", {"f16", "q8_0", "q4_0"}},
+};
+
+LaunchFlags flagsFor(const std::string& engine, std::optional<std::uint64_t> users, std::optional<std::uint64_t> context,
+                     const std::string& card = "rtx-4090", const std::string& kv = "fp16")
+{
+    const PlanRequest r = test::profileRequest("llama-3.1-8b", "int4-g128", card, engine, users, context, kv);
+    auto f = launchFlags(r, test::planOf(r));
+    REQUIRE(f);
+    return *f;
+}
+
+std::string value(const LaunchFlags& f, const std::string& name)
+{
+    for (const LaunchFlag& flag : f.flags)
+        if (flag.name == name)
+            return flag.value;
+    FAIL("no flag " << name << " in: " << f.command);
+    return {};
+}
+
+void checkDocumented(const LaunchFlags& f)
+{
+    const std::set<std::string>& names = kDocumented.at(f.engine);
+    for (const LaunchFlag& flag : f.flags) {
+        INFO(launchEngineName(f.engine) << " " << flag.name << " " << flag.value);
+        CHECK(names.count(flag.name) == 1);
+        if (auto v = kDocumentedValues.find(flag.name); v != kDocumentedValues.end()
+            && !(f.engine == LaunchEngine::SgLang && flag.name == "--kv-cache-dtype"))
+            CHECK(v->second.count(flag.value) == 1);
+        if (flag.kind == LaunchFlagKind::Argument)
+            CHECK(f.command.find(" " + flag.name + " " + flag.value) != std::string::npos);
+        if (flag.kind == LaunchFlagKind::Environment)
+            CHECK(f.command.find(flag.name + "=" + flag.value) != std::string::npos);
+    }
+}
+
+} // namespace
+
+TEST_CASE("vLLM: --max-model-len, --max-num-seqs, --gpu-memory-utilization, --kv-cache-dtype, --tensor-parallel-size",
+          "[launchflags]")
+{
+    const LaunchFlags f = flagsFor("vllm", 4, 8192);
+    checkDocumented(f);
+    CHECK(f.engine == LaunchEngine::Vllm);
+    CHECK(value(f, "--max-model-len") == "8192");
+    CHECK(value(f, "--max-num-seqs") == "4");
+    CHECK(value(f, "--gpu-memory-utilization") == "0.90"); // the profile's 0.9
+    CHECK(value(f, "--kv-cache-dtype") == "auto");         // fp16 cache = the model's dtype
+    CHECK(value(f, "--tensor-parallel-size") == "1");
+    CHECK(f.command.rfind("vllm serve $MODEL --max-model-len 8192", 0) == 0);
+    CHECK(!f.point.lowered);
+
+    CHECK(value(flagsFor("vllm", 4, 8192, "rtx-4090", "fp8"), "--kv-cache-dtype") == "fp8");
+}
+
+TEST_CASE("llama.cpp: -c is the total over -np slots; -ngl, -ctk/-ctv, -fa", "[launchflags]")
+{
+    const LaunchFlags f = flagsFor("llama.cpp", 4, 8192);
+    checkDocumented(f);
+    CHECK(value(f, "-c") == "32768"); // 4 slots x 8,192 tokens
+    CHECK(value(f, "-np") == "4");
+    CHECK(value(f, "-ngl") == "999");
+    CHECK(value(f, "-ctk") == "f16");
+    CHECK(value(f, "-ctv") == "f16");
+    CHECK(value(f, "-fa") == "on"); // the llama.cpp profile plans with flash attention
+
+    const LaunchFlags q = flagsFor("llama.cpp", 4, 8192, "rtx-4090", "q8_0");
+    CHECK(value(q, "-ctk") == "q8_0");
+    CHECK(value(q, "-ctv") == "q8_0");
+}
+
+TEST_CASE("SGLang: --context-length, --max-running-requests, --mem-fraction-static", "[launchflags]")
+{
+    const LaunchFlags f = flagsFor("sglang", 4, 8192);
+    checkDocumented(f);
+    CHECK(value(f, "--context-length") == "8192");
+    CHECK(value(f, "--max-running-requests") == "4");
+    char expected[16];
+    std::snprintf(expected, sizeof expected, "%.3f", sglangMemFractionStatic(Bytes{25386024960ull}, 1, 1));
+    CHECK(value(f, "--mem-fraction-static") == expected); // ~0.85 on a 24 GB card (engines.md §5)
+    CHECK(f.command.rfind("python -m sglang.launch_server --model-path $MODEL", 0) == 0);
+}
+
+TEST_CASE("Ollama: num_ctx and OLLAMA_NUM_PARALLEL", "[launchflags]")
+{
+    const LaunchFlags f = flagsFor("ollama", 4, 8192);
+    checkDocumented(f);
+    CHECK(value(f, "num_ctx") == "8192");
+    CHECK(value(f, "OLLAMA_NUM_PARALLEL") == "4");
+    CHECK(value(f, "OLLAMA_KV_CACHE_TYPE") == "f16");
+    CHECK(value(f, "OLLAMA_FLASH_ATTENTION") == "0"); // the Ollama profile plans without flash attention
+    CHECK_THAT(f.command, Catch::Contains("PARAMETER num_ctx 8192"));
+    CHECK_THAT(f.command, Catch::Contains("ollama serve"));
+}
+
+TEST_CASE("a context that does not fit is lowered to the most that fits for the users", "[launchflags]")
+{
+    const PlanRequest r = test::profileRequest("llama-3.1-8b", "int4-g128", "rtx-4060", "vllm", 4, 131072);
+    const PlanResult p = test::planOf(r);
+    REQUIRE(!p.fits);
+    REQUIRE(p.maxContext);
+    auto f = launchFlags(r, p);
+    REQUIRE(f);
+    CHECK(f->point.lowered);
+    CHECK(f->point.contextTokens == *p.maxContext);
+    CHECK(value(*f, "--max-model-len") == std::to_string(*p.maxContext));
+
+    // No context asked: the most that fits for one user, capped at the model's 131,072.
+    const LaunchFlags one = flagsFor("vllm", std::nullopt, std::nullopt);
+    CHECK(one.point.users == 1);
+    CHECK(one.point.contextTokens > 0);
+    CHECK(one.point.contextTokens <= 131072);
+}
+
+TEST_CASE("launch flags refuse what the engine cannot do", "[launchflags]")
+{
+    const auto error = [](const std::string& engine, const std::string& kv, const std::string& model = "llama-3.1-8b",
+                          const std::string& format = "int4-g128", const std::string& card = "rtx-4090") {
+        const PlanRequest r = test::profileRequest(model, format, card, engine, 1, 4096, kv);
+        auto f = launchFlags(r, test::planOf(r));
+        REQUIRE(!f);
+        return f.error();
+    };
+    CHECK_THAT(error("llama.cpp", "fp8"), Catch::Contains("llama.cpp has no 'fp8' KV cache"));
+    CHECK_THAT(error("vllm", "q8_0"), Catch::Contains("vLLM has no 'q8_0'"));
+    CHECK_THAT(error("sglang", "q4_0"), Catch::Contains("SGLang has no"));
+    CHECK_THAT(error("ollama", "fp8"), Catch::Contains("Ollama has no"));
+    CHECK_THAT(error("tgi", "fp16"), Catch::Contains("no launch flags for engine 'tgi'"));
+    CHECK_THAT(error("vllm", "fp16", "llama-2-70b", "fp16", "rtx-4060"), Catch::Contains("nothing to launch"));
+}
