@@ -3,6 +3,7 @@
 #include "headroom/core/enginepolicy.h"
 #include "headroom/core/launchflags.h"
 #include "headroom/core/resolve.h"
+#include "headroom/core/speed/roofline.h"
 #include "headroom/core/version.h"
 
 #include "planjson.h"
@@ -141,36 +142,27 @@ json launchJson(const LaunchFlags& f)
 // FLOPs / peak). A ceiling on tokens/s from datasheet figures, replaced by measured speed.
 std::optional<json> rooflineJson(const PlanRequest& r, const PlanResult& p)
 {
-    if (r.card.bandwidthGBps <= 0)
+    if (r.card.bandwidthGBps <= 0 || !p.speed)
         return std::nullopt;
     auto point = launchPoint(p);
     const std::uint64_t users = point ? point->users : 1;
     const std::uint64_t context = point ? point->contextTokens : 0;
-    Bytes kv;
-    try {
-        kv = kvBytes(p.kv, users, context, p.paging, p.ubatchTokens);
-    } catch (const OverflowError&) {
-        return std::nullopt;
-    }
-    const double bytes = static_cast<double>(p.weightsBytes.value) + static_cast<double>(kv.value);
-    const double devices = static_cast<double>(std::max<std::uint32_t>(p.tensorParallel * p.pipelineParallel, 1));
-    const double flops = 2.0 * static_cast<double>(p.parameters) / devices * static_cast<double>(users);
-    const double memorySeconds = bytes / (r.card.bandwidthGBps * 1e9);
-    const double computeSeconds = r.card.fp16Tflops > 0 ? flops / (r.card.fp16Tflops * 1e12) : 0.0;
-    const double step = std::max(memorySeconds, computeSeconds);
+    // The core's speed model (core/speed/roofline.h) with the plan's own inputs.
+    const SpeedInputs& in = p.speed->inputs;
+    const StepEstimate e = decodeStep(in, users, context);
     json j;
     j["users"] = users;
     j["context_tokens"] = context;
-    j["bytes_per_step"] = static_cast<std::uint64_t>(bytes);
-    j["flops_per_step"] = round3(flops);
-    j["bandwidth_gbps"] = r.card.bandwidthGBps;
-    j["fp16_tflops"] = r.card.fp16Tflops;
-    j["decode_step_floor_ms"] = round3(step * 1e3);
-    j["tokens_per_second_per_user_max"] = round3(1.0 / step);
-    j["tokens_per_second_total_max"] = round3(static_cast<double>(users) / step);
-    j["bound"] = computeSeconds > memorySeconds ? "compute" : "memory";
-    j["source"] = "roofline lower bound on the decode step (BRIEF §2): max(weights + KV bytes / bandwidth, "
-                  "2 x parameters x users / fp16 peak), card datasheet figures; probes measure the real step";
+    j["bytes_per_step"] = static_cast<std::uint64_t>(e.memoryMs / 1e3 * in.bandwidthGBps * 1e9);
+    j["flops_per_step"] = round3(e.computeMs / 1e3 * in.peakTflops * 1e12);
+    j["bandwidth_gbps"] = in.bandwidthGBps;
+    j["fp16_tflops"] = in.peakTflops;
+    j["decode_step_floor_ms"] = round3(e.stepMs);
+    j["tokens_per_second_per_user_max"] = round3(e.perSequenceTokensPerSecond);
+    j["tokens_per_second_total_max"] = round3(e.tokensPerSecond);
+    j["bound"] = e.computeBound ? "compute" : "memory";
+    j["source"] = "roofline lower bound on the decode step (BRIEF §2, core/speed/roofline.h): max(bytes moved / "
+                  "bandwidth, FLOPs / fp16 peak), card datasheet figures; probes measure the real step";
     return j;
 }
 
