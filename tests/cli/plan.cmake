@@ -1,0 +1,44 @@
+# headroom-cli plan | table | frontier | speed | models | cards | formats | engines.
+# Figures asserted are BRIEF §1 facts; errors must go to stderr with exit code 1.
+set(_cli $<TARGET_FILE:headroom-cli>)
+
+# BRIEF §1.4: 13e9 parameters at int4 (4.125 bits), 1.5 GiB flat reserve, 8 GiB card -> 337 tokens.
+add_test(NAME cli_plan_brief_13b COMMAND ${_cli} plan -m llama-2-13b --params 13e9 -w int4-g128 -c 8GiB --reserve 1.5GiB --json)
+set_tests_properties(cli_plan_brief_13b PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "\"kv_bytes_per_token\": 819200,.*\"max_resident_tokens\": 337,.*\"weights_bytes\": 6703125000")
+# BRIEF §1.1: 12,288 B/token; the JSON keys the foundation issue names.
+add_test(NAME cli_plan_json_keys COMMAND ${_cli} plan -m qwen2.5-0.5b -c 8GiB --context 2048 --users 32 --json)
+set_tests_properties(cli_plan_json_keys PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "\"fits\": true.*\"kv_bytes_per_token\": 12288,.*\"max_context\": [0-9]+,.*\"max_resident_tokens\": [0-9]+,.*\"max_users\": [0-9]+,.*\"parameters\": 494032768,.*\"usable_bytes\": [0-9]+,.*\"weights_bytes\": [0-9]+")
+add_test(NAME cli_plan_text COMMAND ${_cli} plan -m llama-3.1-8b -w int4-g128 -c rtx-4090 --users 4)
+set_tests_properties(cli_plan_text PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "131,072 B/token.*max context for 4 users")
+add_test(NAME cli_table_default COMMAND ${_cli} table)
+set_tests_properties(cli_table_default PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "rtx-4060 +rtx-4060-ti-16gb +rtx-4090")
+add_test(NAME cli_table_json COMMAND ${_cli} table -m llama-2-7b qwen2.5-0.5b -w fp16 q4_k -c 8GiB 24GB --json)
+set_tests_properties(cli_table_json PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "^\\[.*\"card\": \"24GB\"")
+add_test(NAME cli_frontier COMMAND ${_cli} frontier -m qwen2.5-0.5b -c 8GiB)
+set_tests_properties(cli_frontier PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "users +max context")
+add_test(NAME cli_speed COMMAND ${_cli} speed -m llama-3.1-8b -w int4-g128 -c rtx-4090 --acceptance 0.9 --draft 8 --draft-cost 0.1)
+set_tests_properties(cli_speed PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "speed-up 3.40x")
+foreach(list models cards formats engines)
+  add_test(NAME cli_list_${list} COMMAND ${_cli} ${list})
+  set_tests_properties(cli_list_${list} PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "id ")
+endforeach()
+
+# Bad input: a message naming what is wrong, exit code 1, never a crash.
+foreach(case "unknown_model|plan -m no-such-model|unknown model 'no-such-model'"
+             "bad_card|plan -m llama-2-7b -c 12parsecs|unknown card '12parsecs'"
+             "bad_format|plan -m llama-2-7b -w int3|unknown weight format 'int3'"
+             "bad_kv|plan -m llama-2-7b --kv-dtype q3_k|unknown KV dtype 'q3_k'"
+             "bad_engine|plan -m llama-2-7b --engine foo|unknown engine 'foo'"
+             "bad_size|plan -m llama-2-7b --reserve lots|expected a size"
+             "bad_tp|plan -m llama-2-7b --tp 3|--tp 3 does not divide"
+             "engine_and_reserve|plan -m llama-2-7b --engine vllm --reserve 1GiB|excludes"
+             "no_command||A subcommand is required")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 args)
+  list(GET parts 2 regex)
+  add_test(NAME cli_error_${name} COMMAND sh -c "${_cli} ${args} 2>&1; echo \"exit code $?\"")
+  set_tests_properties(cli_error_${name} PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "${regex}.*exit code 1")
+endforeach()
