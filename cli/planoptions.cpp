@@ -107,6 +107,16 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
     return out;
 }
 
+void applyMatrixDefaults(PlanOptions& o)
+{
+    if (o.models.empty())
+        o.models = {kDefaultModel};
+    if (o.formats.empty())
+        o.formats = {kDefaultFormat};
+    if (o.cards.empty())
+        o.cards = kDefaultCards;
+}
+
 tl::expected<std::vector<PlanResult>, std::string> runPlans(const std::vector<PlanRequest>& requests)
 {
     std::vector<PlanResult> out;

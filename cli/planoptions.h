@@ -38,6 +38,10 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi);
 /// One request per (model, format, card), in that nesting order. Errors name the bad input.
 tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles);
 
+/// Fills the matrix defaults for what is not given: the default model, int4-g128 and the
+/// 8/16/24 GB cards (table, report).
+void applyMatrixDefaults(PlanOptions& o);
+
 /// Runs every request; the first error stops.
 tl::expected<std::vector<PlanResult>, std::string> runPlans(const std::vector<PlanRequest>& requests);
 

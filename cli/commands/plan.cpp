@@ -150,14 +150,8 @@ void run(Kind kind, const PlanOptions& o, CliContext& ctx)
     if (!profiles)
         return;
     PlanOptions opts = o;
-    if (kind == Kind::Table) {
-        if (opts.models.empty())
-            opts.models = {kDefaultModel};
-        if (opts.formats.empty())
-            opts.formats = {kDefaultFormat};
-        if (opts.cards.empty())
-            opts.cards = kDefaultCards;
-    }
+    if (kind == Kind::Table)
+        applyMatrixDefaults(opts);
     auto requests = buildRequests(opts, *profiles);
     if (!requests)
         return ctx.fail(requests.error());

@@ -154,12 +154,7 @@ void run(const ReportOptions& o, CliContext& ctx)
     if (!profiles)
         return;
     PlanOptions opts = o.plan;
-    if (opts.models.empty())
-        opts.models = {kDefaultModel};
-    if (opts.formats.empty())
-        opts.formats = {kDefaultFormat};
-    if (opts.cards.empty())
-        opts.cards = kDefaultCards;
+    applyMatrixDefaults(opts);
     auto requests = buildRequests(opts, *profiles);
     if (!requests)
         return ctx.fail(requests.error());

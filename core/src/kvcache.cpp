@@ -7,14 +7,6 @@ namespace headroom {
 
 namespace {
 
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 KvDtype dtype(const char* id, std::uint32_t elements, std::uint32_t bytes)
 {
     KvDtype d;
@@ -46,7 +38,7 @@ const std::vector<KvDtype>& builtinKvDtypes()
 
 std::optional<KvDtype> findKvDtype(std::string_view idText)
 {
-    std::string id = lower(idText);
+    std::string id = asciiLower(idText);
     if (id == "f16" || id == "float16" || id == "half" || id == "auto")
         id = "fp16";
     else if (id == "f32" || id == "float32")

@@ -34,15 +34,15 @@ Bytes operator-(Bytes a, Bytes b)
     return Bytes{a.value - b.value};
 }
 
-namespace {
-
-std::string lower(std::string_view s)
+std::string asciiLower(std::string_view s)
 {
     std::string out(s);
     for (char& c : out)
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
+
+namespace {
 
 // Splits "12.5GiB" into its number and its unit; nullopt if the number part is malformed.
 struct NumberAndUnit {
@@ -116,7 +116,7 @@ std::optional<Bytes> parseSize(std::string_view text)
     const auto nu = splitNumber(text);
     if (!nu)
         return std::nullopt;
-    const std::string u = lower(nu->unit);
+    const std::string u = asciiLower(nu->unit);
     long double mult = 0;
     if (u.empty() || u == "b")
         mult = 1;
@@ -149,7 +149,7 @@ std::optional<std::uint64_t> parseCount(std::string_view text)
     const auto nu = splitNumber(text);
     if (!nu)
         return std::nullopt;
-    const std::string u = lower(nu->unit);
+    const std::string u = asciiLower(nu->unit);
     long double mult = 0;
     if (u.empty())
         mult = 1;

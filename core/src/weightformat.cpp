@@ -9,14 +9,6 @@ namespace headroom {
 
 namespace {
 
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 WeightFormat floatFormat(const char* id, std::uint32_t bits, const char* description)
 {
     WeightFormat f;
@@ -123,7 +115,7 @@ std::vector<WeightFormat> makeBuiltins()
         if (t.blockSize == 0 || !t.quantized)
             continue;
         WeightFormat f;
-        f.id = lower(t.name);
+        f.id = asciiLower(t.name);
         f.description = std::string("GGML ") + t.name + ": " + std::to_string(t.typeSize) + " B per "
             + std::to_string(t.blockSize) + " weights";
         f.kind = FormatKind::Ggml;
@@ -224,7 +216,7 @@ const std::vector<WeightFormat>& builtinFormats()
 
 std::optional<WeightFormat> findFormat(std::string_view idText)
 {
-    std::string id = lower(idText);
+    std::string id = asciiLower(idText);
     if (id == "f32" || id == "float32")
         id = "fp32";
     else if (id == "f16" || id == "float16" || id == "half")

@@ -73,6 +73,9 @@ std::optional<Bytes> parseSize(std::string_view text);
 /// Parses a parameter count: "7e9", "7000000000", "7B", "0.5B", "125M", "1.5T", "13b".
 std::optional<std::uint64_t> parseCount(std::string_view text);
 
+/// ASCII lower case ("Q4_K" -> "q4_k"), for case-insensitive ids.
+std::string asciiLower(std::string_view text);
+
 /// Binary units with two decimals: "12.00 GiB", "768.00 MiB", "512 B".
 std::string formatBytes(Bytes b);
 /// Decimal units with two decimals: "8.59 GB".
