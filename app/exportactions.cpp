@@ -1,134 +1,158 @@
 #include "exportactions.h"
 
-#include "headroom/core/planjson.h"
+#include "reportrender.h"
 
-#include <QFile>
-#include <QSaveFile>
-#include <QStringList>
+#include "headroom/core/atomicfile.h"
+#include "headroom/core/report/report.h"
+#include "headroom/core/report/reportdocument.h"
 
-#include <algorithm>
+#include <QFileInfo>
+
+#include <array>
 
 namespace headroom::app {
 
-QString capacityReportJson(const ExportState& state)
-{
-    // planToJson/plansToJson give deterministic documents; wrap them without reparsing.
-    QString text = QStringLiteral("{\n  \"schema_version\": 1,\n  \"detail\": ");
-    text += state.hasDetail ? QString::fromStdString(planToJson(state.detail, -1)) : QStringLiteral("null");
-    text += QStringLiteral(",\n  \"matrix\": ");
-    text += QString::fromStdString(plansToJson(state.matrixPlans, -1));
-    text += QStringLiteral("\n}\n");
-    return text;
-}
-
-bool exportCapacityReport(const QString& path, const ExportState& state, QString* error)
-{
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
-        if (error)
-            *error = file.errorString();
-        return false;
-    }
-    file.write(capacityReportJson(state).toUtf8());
-    if (!file.commit()) {
-        if (error)
-            *error = file.errorString();
-        return false;
-    }
-    return true;
-}
-
 namespace {
 
-QString vllmQuantization(const std::string& format)
-{
-    if (format == "awq-g128")
-        return QStringLiteral("awq");
-    if (format == "gptq-g128")
-        return QStringLiteral("gptq");
-    if (format == "fp8")
-        return QStringLiteral("fp8");
-    if (format.rfind("nf4", 0) == 0)
-        return QStringLiteral("bitsandbytes");
-    return {};
-}
+struct FormatInfo {
+    ReportFormat format;
+    const char* filter;
+    const char* extension;
+};
 
-QString vllmKvDtype(const std::string& kv)
-{
-    if (kv == "fp16" || kv == "bf16")
-        return QStringLiteral("auto");
-    if (kv == "fp8" || kv == "fp8_e4m3" || kv == "fp8_e5m2")
-        return QString::fromStdString(kv);
-    return {};
-}
-
-QString llamaCacheType(const std::string& kv)
-{
-    if (kv == "fp16")
-        return QStringLiteral("f16");
-    if (kv == "fp32")
-        return QStringLiteral("f32");
-    if (kv == "bf16")
-        return QStringLiteral("bf16");
-    if (kv == "q8_0" || kv == "q4_0" || kv == "q4_1" || kv == "q5_0" || kv == "q5_1" || kv == "iq4_nl")
-        return QString::fromStdString(kv);
-    return {};
-}
+constexpr std::array<FormatInfo, 5> kFormats{{
+    {ReportFormat::Json, "JSON report (*.json)", "json"},
+    {ReportFormat::Markdown, "Markdown (*.md)", "md"},
+    {ReportFormat::Csv, "CSV, one row per plan (*.csv)", "csv"},
+    {ReportFormat::Html, "HTML page (*.html)", "html"},
+    {ReportFormat::Pdf, "PDF document (*.pdf)", "pdf"},
+}};
 
 } // namespace
 
-QString launchFlags(const PlanResult& plan, LaunchEngine engine)
+QStringList reportFileFilters()
 {
-    const QString model = QString::fromStdString(plan.modelId);
-    const std::uint64_t users = std::max<std::uint64_t>(plan.users, 1);
-    const std::uint64_t context = plan.contextTokens;
-    QStringList comments;
-    QStringList args;
-    if (engine == LaunchEngine::Vllm) {
-        args << QStringLiteral("vllm serve %1").arg(model) << QStringLiteral("--max-model-len %1").arg(context)
-             << QStringLiteral("--max-num-seqs %1").arg(users)
-             << QStringLiteral("--max-num-batched-tokens %1").arg(plan.ubatchTokens);
-        // vLLM's own fraction: 1 - utilization_headroom / total (the plan's reserve outside usable).
-        for (const OverheadItem& r : plan.reserved)
-            if (r.name == "utilization_headroom" && plan.cardTotalBytes.value > 0)
-                args << QStringLiteral("--gpu-memory-utilization %1")
-                            .arg(1.0 - static_cast<double>(r.bytes.value) / static_cast<double>(plan.cardTotalBytes.value), 0, 'f', 2);
-        if (plan.paging.blockTokens > 1)
-            args << QStringLiteral("--block-size %1").arg(plan.paging.blockTokens);
-        const QString quant = vllmQuantization(plan.formatId);
-        if (!quant.isEmpty())
-            args << QStringLiteral("--quantization %1").arg(quant);
-        else if (plan.formatId != "fp16" && plan.formatId != "bf16")
-            comments << QStringLiteral("# weights %1: serve a checkpoint already quantized to this layout")
-                            .arg(QString::fromStdString(plan.formatId));
-        const QString kv = vllmKvDtype(plan.kvDtypeId);
-        if (!kv.isEmpty())
-            args << QStringLiteral("--kv-cache-dtype %1").arg(kv);
-        else
-            comments << QStringLiteral("# KV dtype %1 has no vLLM equivalent").arg(QString::fromStdString(plan.kvDtypeId));
-        if (plan.tensorParallel > 1)
-            args << QStringLiteral("--tensor-parallel-size %1").arg(plan.tensorParallel);
-        if (plan.pipelineParallel > 1)
-            args << QStringLiteral("--pipeline-parallel-size %1").arg(plan.pipelineParallel);
-    } else {
-        // llama.cpp's -c is the total of all slots; each of -np slots gets c / np.
-        args << QStringLiteral("llama-server -m %1.gguf").arg(model) << QStringLiteral("-c %1").arg(context * users)
-             << QStringLiteral("-np %1").arg(users) << QStringLiteral("-ub %1").arg(plan.ubatchTokens)
-             << QStringLiteral("-ngl 999") << QStringLiteral("-fa %1").arg(plan.flashAttention ? QStringLiteral("on") : QStringLiteral("off"));
-        const QString kv = llamaCacheType(plan.kvDtypeId);
-        if (!kv.isEmpty() && kv != QStringLiteral("f16"))
-            args << QStringLiteral("--cache-type-k %1 --cache-type-v %1").arg(kv);
-        else if (kv.isEmpty())
-            comments << QStringLiteral("# KV dtype %1 has no llama.cpp cache type").arg(QString::fromStdString(plan.kvDtypeId));
-        if (plan.tensorParallel * plan.pipelineParallel > 1)
-            args << QStringLiteral("--split-mode layer");
+    QStringList filters;
+    for (const FormatInfo& f : kFormats)
+        filters << QString::fromLatin1(f.filter);
+    return filters;
+}
+
+std::optional<ReportFormat> reportFormatForFilter(const QString& filter)
+{
+    for (const FormatInfo& f : kFormats)
+        if (filter == QLatin1String(f.filter))
+            return f.format;
+    return std::nullopt;
+}
+
+std::optional<ReportFormat> reportFormatForPath(const QString& path)
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("markdown"))
+        return ReportFormat::Markdown;
+    if (suffix == QLatin1String("htm"))
+        return ReportFormat::Html;
+    for (const FormatInfo& f : kFormats)
+        if (suffix == QLatin1String(f.extension))
+            return f.format;
+    return std::nullopt;
+}
+
+QString reportExtension(ReportFormat format)
+{
+    for (const FormatInfo& f : kFormats)
+        if (f.format == format)
+            return QString::fromLatin1(f.extension);
+    return {};
+}
+
+tl::expected<std::string, QString> capacityReportJson(const ExportState& state, const std::string& createdUtc)
+{
+    if (state.plans.empty())
+        return tl::unexpected(QStringLiteral("nothing to export: no plan could be made"));
+    ReportInput input;
+    input.requests = state.requests;
+    input.plans = state.plans;
+    input.title = state.title;
+    input.createdUtc = createdUtc;
+    auto json = buildReportJson(input);
+    if (!json)
+        return tl::unexpected(QString::fromStdString(json.error().message));
+    return std::move(*json);
+}
+
+bool exportCapacityReport(const QString& path, const ExportState& state, QString* error, std::optional<ReportFormat> format)
+{
+    const auto fail = [error](const QString& message) {
+        if (error)
+            *error = message;
+        return false;
+    };
+    auto json = capacityReportJson(state);
+    if (!json)
+        return fail(json.error());
+    const ReportFormat chosen = format.value_or(reportFormatForPath(path).value_or(ReportFormat::Json));
+    switch (chosen) {
+    case ReportFormat::Html:
+        return report::renderReportHtml(*json, path, error);
+    case ReportFormat::Pdf:
+        return report::renderReportPdf(*json, path, error);
+    case ReportFormat::Markdown:
+    case ReportFormat::Csv: {
+        auto text = chosen == ReportFormat::Markdown ? report::renderReportMarkdown(*json) : report::renderReportCsv(*json);
+        if (!text)
+            return fail(QString::fromStdString(text.error().message));
+        json = std::move(*text);
+        break;
     }
-    QString out = comments.join(QLatin1Char('\n'));
-    if (!out.isEmpty())
-        out += QLatin1Char('\n');
-    out += args.join(QStringLiteral(" \\\n  "));
-    out += QLatin1Char('\n');
-    return out;
+    case ReportFormat::Json:
+        break;
+    }
+    if (auto written = writeFileAtomically(path.toStdString(), *json); !written)
+        return fail(QString::fromStdString(written.error()));
+    return true;
+}
+
+QString launchEngineTitle(LaunchEngine engine)
+{
+    switch (engine) {
+    case LaunchEngine::Vllm:
+        return QStringLiteral("vLLM");
+    case LaunchEngine::LlamaCpp:
+        return QStringLiteral("llama.cpp");
+    case LaunchEngine::SgLang:
+        return QStringLiteral("SGLang");
+    case LaunchEngine::Ollama:
+        return QStringLiteral("Ollama");
+    }
+    return {};
+}
+
+tl::expected<LaunchFlags, std::string> launchFlagsFor(const Catalog& catalog, const Selection& selection,
+                                                      const std::string& modelId, const std::string& formatId,
+                                                      const std::string& cardId, LaunchEngine engine)
+{
+    std::string engineId;
+    const EnginePolicy* chosen = catalog.findEngine(selection.engineId);
+    if (chosen && launchEngineFor(chosen->kind) == engine) {
+        engineId = chosen->id;
+    } else {
+        for (const EnginePolicy& e : catalog.profiles().engines)
+            if (launchEngineFor(e.kind) == engine) {
+                engineId = e.id;
+                break;
+            }
+    }
+    if (engineId.empty())
+        return tl::unexpected(std::string("no engine profile for ") + launchEngineName(engine));
+    auto request = requestFor(catalog, selection, modelId, formatId, cardId, engineId);
+    if (!request)
+        return tl::unexpected(request.error());
+    auto plan = makePlan(*request);
+    if (!plan)
+        return tl::unexpected(plan.error());
+    return launchFlags(*request, *plan);
 }
 
 } // namespace headroom::app

@@ -1,6 +1,7 @@
 // headroom: the desktop app. What fits on a GPU for LLM inference, and proof on the device.
 
 #include "mainwindow.h"
+#include "probebackend.h"
 #include "theme.h"
 
 #include "headroom/core/profiles.h"
@@ -41,6 +42,9 @@ QIcon appIcon()
 
 int main(int argc, char** argv)
 {
+    // The child of a CUDA limit search (a CUDA context does not survive fork()): no GUI.
+    if (const int worker = headroom::app::runProbeWorkerIfAsked(argc, argv); worker >= 0)
+        return worker;
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("headroom"));
     QApplication::setApplicationName(QStringLiteral("headroom"));
@@ -110,6 +114,8 @@ int main(int argc, char** argv)
     options.useSettings = useSettings;
     options.detectGpus = !shooting;
     options.modelArg = parser.value(model).toStdString();
+    options.probeBackend = headroom::app::createProbeBackend(
+        {QCoreApplication::applicationFilePath(), QString::fromLatin1(headroom::app::kProbeWorkerArgument)});
     headroom::app::MainWindow window(headroom::app::Catalog(std::move(*loaded)), options);
     if (shooting || parser.isSet(size))
         window.resize(width, height);

@@ -409,10 +409,14 @@ void MainWindow::buildMenus()
     file->addSeparator();
     QAction* report = file->addAction(QStringLiteral("&Export capacity report..."), this, &MainWindow::exportReport);
     report->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    QAction* vllm = file->addAction(QStringLiteral("Copy &vLLM launch flags"), this, [this] { copyFlags(0); });
-    vllm->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
-    QAction* llama = file->addAction(QStringLiteral("Copy &llama.cpp launch flags"), this, [this] { copyFlags(1); });
-    llama->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+    const auto addFlags = [this, file](LaunchEngine engine, const QString& text, const QKeySequence& shortcut) {
+        QAction* action = file->addAction(text, this, [this, engine] { copyLaunchFlags(engine); });
+        action->setShortcut(shortcut);
+    };
+    addFlags(LaunchEngine::Vllm, QStringLiteral("Copy &vLLM launch flags"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
+    addFlags(LaunchEngine::LlamaCpp, QStringLiteral("Copy &llama.cpp launch flags"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+    addFlags(LaunchEngine::SgLang, QStringLiteral("Copy &SGLang launch flags"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_G));
+    addFlags(LaunchEngine::Ollama, QStringLiteral("Copy &Ollama settings"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
     file->addSeparator();
     QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -673,38 +677,66 @@ void MainWindow::openImportDialog()
 ExportState MainWindow::exportState() const
 {
     ExportState s;
-    for (int r = 0; r < m_matrix->rowCount(); ++r)
+    const auto add = [&](const std::string& modelId, const std::string& formatId, const std::string& cardId, const PlanResult& plan) {
+        if (auto request = requestFor(m_catalog, m_selection, modelId, formatId, cardId)) {
+            s.requests.push_back(std::move(*request));
+            s.plans.push_back(plan);
+        }
+    };
+    for (int r = 0; r < m_matrix->rowCount(); ++r) {
+        const MatrixRow* row = m_matrix->row(r);
         for (int c = WhatFitsModel::FixedColumnCount; c < m_matrix->columnCount(); ++c)
             if (const PlanResult* p = m_matrix->plan(m_matrix->index(r, c)))
-                s.matrixPlans.push_back(*p);
-    if (m_detailPlan) {
-        s.detail = *m_detailPlan;
-        s.hasDetail = true;
+                add(row->modelId, row->formatId, m_matrix->cardId(c), *p);
     }
+    if (m_detailPlan && !m_matrix->find(m_detailModel, m_detailFormat, m_detailCard).isValid())
+        add(m_detailModel, m_detailFormat, m_detailCard, *m_detailPlan);
     return s;
+}
+
+bool MainWindow::exportReportTo(const QString& path, std::optional<ReportFormat> format, QString* error)
+{
+    if (!exportCapacityReport(path, exportState(), error, format))
+        return false;
+    statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path));
+    return true;
 }
 
 void MainWindow::exportReport()
 {
-    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export capacity report"),
-                                                      QStringLiteral("headroom-report.json"), QStringLiteral("JSON (*.json)"));
+    const QStringList filters = reportFileFilters();
+    QString filter = filters.front();
+    QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export capacity report"), QStringLiteral("headroom-report.json"),
+                                                filters.join(QStringLiteral(";;")), &filter);
     if (path.isEmpty())
         return;
+    // The extension decides; a name without a known one takes the chosen filter's.
+    std::optional<ReportFormat> format = reportFormatForPath(path);
+    if (!format) {
+        format = reportFormatForFilter(filter).value_or(ReportFormat::Json);
+        path += QLatin1Char('.') + reportExtension(*format);
+    }
     QString error;
-    if (!exportCapacityReport(path, exportState(), &error))
+    if (!exportReportTo(path, format, &error))
         QMessageBox::warning(this, QStringLiteral("Export failed"), error);
-    else
-        statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path));
 }
 
-void MainWindow::copyFlags(int engine)
+void MainWindow::copyLaunchFlags(LaunchEngine engine)
 {
     if (!m_detailPlan) {
         statusBar()->showMessage(QStringLiteral("Choose a cell of the matrix first"));
         return;
     }
-    QApplication::clipboard()->setText(launchFlags(*m_detailPlan, engine == 0 ? LaunchEngine::Vllm : LaunchEngine::LlamaCpp));
-    statusBar()->showMessage(engine == 0 ? QStringLiteral("vLLM launch flags copied") : QStringLiteral("llama.cpp launch flags copied"));
+    const QString title = launchEngineTitle(engine);
+    auto flags = launchFlagsFor(m_catalog, m_selection, m_detailModel, m_detailFormat, m_detailCard, engine);
+    if (!flags) {
+        statusBar()->showMessage(QStringLiteral("No %1 launch flags: %2").arg(title, QString::fromStdString(flags.error())));
+        return;
+    }
+    QApplication::clipboard()->setText(QString::fromStdString(flags->command));
+    statusBar()->showMessage(QStringLiteral("%1 launch flags copied: %2 users x %3 tokens%4")
+                                 .arg(title, thousands(flags->point.users), thousands(flags->point.contextTokens),
+                                      flags->point.lowered ? QStringLiteral(" (context lowered to what fits)") : QString()));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event)

@@ -61,7 +61,13 @@ public:
     bool isDark() const;
     void setMatrixMode(MatrixMode mode);
     void importModel(const QString& path);
+    /// The matrix's plans (and the detail's when it is not in the matrix) with their requests.
     ExportState exportState() const;
+    /// Writes the capacity report of exportState() to @p path (format nullopt: by the extension).
+    bool exportReportTo(const QString& path, std::optional<ReportFormat> format, QString* error);
+    /// Copies the launch flags of the detail cell under @p engine to the clipboard; a refusal of
+    /// the core (a KV dtype the engine lacks, nothing fits) goes to the status bar.
+    void copyLaunchFlags(LaunchEngine engine);
 
     // Widgets and models, for tests and screenshots.
     WhatFitsModel* matrixModel() const { return m_matrix; }
@@ -108,7 +114,6 @@ private:
     void loadSettings();
     void saveSettings() const;
     void exportReport();
-    void copyFlags(int engine);
     void openImportDialog();
     void sizeSplitter();
 

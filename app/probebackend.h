@@ -44,6 +44,8 @@ struct ProbeJob {
     QStringList probes;          ///< names from ProbeBackend::probeNames()
     PlanResult plan;             ///< the plan whose figures are checked
     PlanRequest request;         ///< how it was made (model, formats, engine)
+    Bytes budget;                ///< cap on what the probes allocate; 0: the backend's default
+                                 ///< (CPU 2 GiB, CUDA the plan's card: one large card checks a smaller one)
 };
 
 /// Progress and cancellation as plain calls (STYLE §2); the runner adapts them to a QPromise.
@@ -67,9 +69,20 @@ public:
 };
 
 /// The backend of this build: headroom_probes when it was built, else the "not built" one.
-std::unique_ptr<ProbeBackend> createProbeBackend();
+/// @p workerCommand: argv of a process that runs runProbeWorkerIfAsked ("headroom",
+/// "--probe-worker"); the CUDA limit search and context overhead need it (a CUDA context does not
+/// survive fork()). Empty: CUDA limit searches fail with a message; CPU ones fork.
+std::unique_ptr<ProbeBackend> createProbeBackend(const QStringList& workerCommand = {});
 
 /// True when this build links headroom_probes.
 bool probesBuilt();
+
+/// The first argument that makes the app a probe worker process.
+inline constexpr const char* kProbeWorkerArgument = "--probe-worker";
+
+/// When argv[1] is kProbeWorkerArgument and the probes are built: runs one probe work order
+/// (stdin to stdout) and returns the exit code. Otherwise -1: start the app. Call before
+/// QApplication exists.
+int runProbeWorkerIfAsked(int argc, char** argv);
 
 } // namespace headroom::app

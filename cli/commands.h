@@ -41,6 +41,9 @@ void registerTableCommand(CLI::App& app, CliContext& ctx);
 void registerFrontierCommand(CLI::App& app, CliContext& ctx);
 void registerListCommands(CLI::App& app, CliContext& ctx);
 void registerInspectCommand(CLI::App& app, CliContext& ctx);
+void registerProbeCommand(CLI::App& app, CliContext& ctx);
+void registerReportCommand(CLI::App& app, CliContext& ctx);
+void registerFlagsCommand(CLI::App& app, CliContext& ctx);
 void registerSpeedCommand(CLI::App& app, CliContext& ctx);
 
 } // namespace headroom::cli

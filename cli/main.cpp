@@ -23,8 +23,11 @@ int main(int argc, char** argv)
     registerTableCommand(app, ctx);
     registerFrontierCommand(app, ctx);
     registerInspectCommand(app, ctx);
+    registerProbeCommand(app, ctx);
     registerSpeedCommand(app, ctx);
     registerListCommands(app, ctx);
+    registerReportCommand(app, ctx);
+    registerFlagsCommand(app, ctx);
 
     try {
         app.parse(argc, argv);

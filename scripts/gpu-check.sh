@@ -6,7 +6,9 @@
 #   scripts/gpu-check.sh LOG_DIR
 #
 # Configures a Release build without the GUI for the chip there (sm_90, CUDA required), builds
-# it, runs the GPU-labelled tests (ctest -L gpu) and the CUDA kernel benchmarks, writes the full
+# it, runs the GPU-labelled tests (ctest -L gpu: kernels and probes), the CPU probe tests, the
+# probe command on cuda:0 under 8/16/24 GiB budgets (qwen2.5-0.5b, JSON into LOG_DIR), and the
+# CUDA kernel benchmarks, writes the full
 # logs to LOG_DIR and prints a short table last. Exit status: 0 when every step passed, else 1.
 set -uo pipefail
 
@@ -82,6 +84,18 @@ if [ "$configured" -eq 0 ]; then
   fi
   step "ctest kernels (CPU)" ctest-kernels.log \
     ctest --test-dir "$build" -L kernels -LE gpu --output-on-failure --no-tests=error
+  step "ctest probes (CPU)" ctest-probes.log \
+    ctest --test-dir "$build" -L probes -LE gpu --output-on-failure --no-tests=error
+  # The probes on the GPU, emulating 8/16/24 GB cards with a budget cap (one JSON document each).
+  if [ -x "$build/bin/headroom-cli" ]; then
+    for budget in 8GiB 16GiB 24GiB; do
+      step "probe cuda:0 $budget" "probe-cuda-$budget.json" \
+        "$build/bin/headroom-cli" probe --device cuda:0 --budget "$budget" --model qwen2.5-0.5b --json
+    done
+  else
+    rows+=("$(printf '%-22s %-16s' "probe cuda:0" "NOT BUILT")")
+    failed=1
+  fi
   if [ -x "$build/bin/bench_kernels_cuda" ]; then
     step "bench_kernels_cuda" bench-kernels-cuda.log "$build/bin/bench_kernels_cuda"
   else
@@ -97,6 +111,22 @@ for row in "${rows[@]}"; do echo "$row"; done
 if [ -f "$logs/ctest-gpu.log" ]; then
   grep -E "tests passed|tests failed" "$logs/ctest-gpu.log" | tail -1
 fi
+# One line per emulated card: allocation (formula vs allocator vs driver), limit (predicted vs
+# verified tokens), context overhead, B_copy and TPOT from the probe JSON.
+for budget in 8GiB 16GiB 24GiB; do
+  f="$logs/probe-cuda-$budget.json"
+  [ -s "$f" ] || continue
+  python3 - "$f" "$budget" <<'PY' 2>/dev/null || grep -E '"(predicted|verified|measured)_(bytes|tokens)"' "$f"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+r = {x["probe"]: x for x in doc["results"]}
+d, a, l, t = r.get("device", {}), r.get("allocation", {}), r.get("limit", {}), r.get("timing", {})
+print(f"probe {sys.argv[2]:>5}: pass={doc.get('pass')} alloc {a.get('predicted_bytes')}/{a.get('measured_bytes')} B "
+      f"(driver {a.get('driver_measured_bytes')}), limit {l.get('verified_tokens')}/{l.get('predicted_tokens')} tokens, "
+      f"context {d.get('context_overhead_bytes')} B, B_copy {d.get('copy_bandwidth_gbps', 0):.0f} GB/s, "
+      f"TPOT {t.get('tpot_ms', 0):.3f} ms, knee {t.get('knee_batch')}")
+PY
+done
 if [ -f "$logs/bench-kernels-cuda.log" ]; then
   echo
   # B_copy line and the kernel table (median us, GB/s, fraction of B_copy, speed-up, CV)

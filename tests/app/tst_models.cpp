@@ -12,6 +12,7 @@
 #include "whatfitsmodel.h"
 
 #include "headroom/core/defaults.h"
+#include "headroom/core/report/report.h"
 
 #include <catch2/catch.hpp>
 
@@ -22,6 +23,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSortFilterProxyModel>
+#include <QTemporaryDir>
 
 using namespace headroom;
 using namespace headroom::app;
@@ -45,6 +47,19 @@ PlanResult defaultPlan(const Catalog& cat, const Selection& sel, const std::stri
     auto p = planFor(cat, sel, sel.modelId, sel.formatId, card);
     REQUIRE(p);
     return *p;
+}
+
+// The plans of the selection's model and format on its cards, with their requests.
+ExportState exportStateFor(const Catalog& cat, const Selection& sel)
+{
+    ExportState state;
+    for (const std::string& card : sel.cardIds) {
+        auto request = requestFor(cat, sel, sel.modelId, sel.formatId, card);
+        REQUIRE(request);
+        state.plans.push_back(defaultPlan(cat, sel, card));
+        state.requests.push_back(std::move(*request));
+    }
+    return state;
 }
 
 } // namespace
@@ -209,43 +224,119 @@ TEST_CASE("roofline estimate: memory-bound at batch 1, compute-bound at large ba
     CHECK(rooflineEstimate(plan, unknown, 1024).empty());
 }
 
-TEST_CASE("export: capacity report JSON and launch flags from the plan", "[export]")
+TEST_CASE("export: the capacity report is core's and validates; launch flags are core's", "[export]")
 {
     const Catalog cat = catalog();
-    const Selection sel = Selection::defaults();
-    ExportState state;
-    state.detail = defaultPlan(cat, sel);
-    state.hasDetail = true;
-    for (const std::string& card : sel.cardIds)
-        state.matrixPlans.push_back(defaultPlan(cat, sel, card));
+    Selection sel = Selection::defaults();
+    const ExportState state = exportStateFor(cat, sel);
+    REQUIRE(state.plans.size() == 3);
+    REQUIRE(state.requests.size() == 3);
+
+    auto json = capacityReportJson(state);
+    REQUIRE(json);
+    CHECK(validateReport(*json).empty());
     QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(capacityReportJson(state).toUtf8(), &error);
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(*json), &error);
     REQUIRE(error.error == QJsonParseError::NoError);
-    CHECK(doc.object().value(QStringLiteral("matrix")).toArray().size() == 3);
-    CHECK(doc.object().value(QStringLiteral("detail")).toObject().value(QStringLiteral("max_resident_tokens")).toInteger()
-          == static_cast<qint64>(state.detail.maxResidentTokens));
+    CHECK(doc.object().value(QStringLiteral("schema_version")).toInt() == kReportSchemaVersion);
+    const QJsonArray plans = doc.object().value(QStringLiteral("plans")).toArray();
+    REQUIRE(plans.size() == 3);
+    CHECK(plans[2].toObject().value(QStringLiteral("max_resident_tokens")).toInteger()
+          == static_cast<qint64>(state.plans[2].maxResidentTokens));
+    CHECK_FALSE(capacityReportJson(ExportState{}));
 
-    const QString vllm = launchFlags(state.detail, LaunchEngine::Vllm);
-    CHECK(vllm.startsWith(QStringLiteral("# weights int4-g128")));
-    CHECK(vllm.contains(QStringLiteral("vllm serve llama-3.1-8b")));
-    CHECK(vllm.contains(QStringLiteral("--max-model-len 8192")));
-    CHECK(vllm.contains(QStringLiteral("--max-num-seqs 4")));
-    CHECK(vllm.contains(QStringLiteral("--gpu-memory-utilization 0.90")));
-    CHECK(vllm.contains(QStringLiteral("--kv-cache-dtype auto")));
-    const QString llama = launchFlags(state.detail, LaunchEngine::LlamaCpp);
-    CHECK(llama.contains(QStringLiteral("-c 32768")));
-    CHECK(llama.contains(QStringLiteral("-np 4")));
-    CHECK(llama.contains(QStringLiteral("-ub 512")));
+    // Every engine's flags are core's launchFlags of the plan made under that engine.
+    for (const auto& [engine, engineId] : {std::pair{LaunchEngine::Vllm, "vllm"}, std::pair{LaunchEngine::LlamaCpp, "llama.cpp"},
+                                           std::pair{LaunchEngine::SgLang, "sglang"}, std::pair{LaunchEngine::Ollama, "ollama"}}) {
+        INFO(engineId);
+        auto request = requestFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", engineId);
+        REQUIRE(request);
+        auto plan = makePlan(*request);
+        REQUIRE(plan);
+        auto expected = launchFlags(*request, *plan);
+        REQUIRE(expected);
+        auto flags = launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", engine);
+        REQUIRE(flags);
+        CHECK(flags->command == expected->command);
+        CHECK_FALSE(flags->command.empty());
+    }
+    // The selection's engine is used when it is the one asked for.
+    sel.engineId = "vllm";
+    auto vllm = launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", LaunchEngine::Vllm);
+    REQUIRE(vllm);
+    CHECK(vllm->command.find("--max-model-len 8192") != std::string::npos);
+    // Core refuses a KV dtype the engine lacks; its message comes through.
+    sel.kvDtypeId = "q8_0";
+    auto refused = launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", LaunchEngine::Vllm);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().find("vLLM has no 'q8_0' KV cache") != std::string::npos);
+    CHECK(launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", LaunchEngine::LlamaCpp));
 
-    const QString path = QDir::temp().filePath(QStringLiteral("headroom-tst-report.json"));
+    QTemporaryDir dir;
+    REQUIRE(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("report.json"));
     QString message;
     REQUIRE(exportCapacityReport(path, state, &message));
     QFile file(path);
     REQUIRE(file.open(QIODevice::ReadOnly));
-    CHECK(QJsonDocument::fromJson(file.readAll()).isObject());
-    file.remove();
+    CHECK(validateReport(file.readAll().toStdString()).empty());
     CHECK_FALSE(exportCapacityReport(QStringLiteral("/nonexistent-dir/x.json"), state, &message));
     CHECK_FALSE(message.isEmpty());
+}
+
+TEST_CASE("export: report formats by extension and by filter", "[export]")
+{
+    CHECK(reportFileFilters().size() == 5);
+    CHECK(reportFormatForPath(QStringLiteral("a/b.JSON")) == ReportFormat::Json);
+    CHECK(reportFormatForPath(QStringLiteral("r.md")) == ReportFormat::Markdown);
+    CHECK(reportFormatForPath(QStringLiteral("r.markdown")) == ReportFormat::Markdown);
+    CHECK(reportFormatForPath(QStringLiteral("r.csv")) == ReportFormat::Csv);
+    CHECK(reportFormatForPath(QStringLiteral("r.htm")) == ReportFormat::Html);
+    CHECK(reportFormatForPath(QStringLiteral("r.pdf")) == ReportFormat::Pdf);
+    CHECK_FALSE(reportFormatForPath(QStringLiteral("report")));
+    for (const QString& filter : reportFileFilters()) {
+        const auto format = reportFormatForFilter(filter);
+        REQUIRE(format);
+        CHECK(filter.contains(QStringLiteral("*.") + reportExtension(*format)));
+    }
+    CHECK_FALSE(reportFormatForFilter(QStringLiteral("All files (*)")));
+}
+
+TEST_CASE("export: Markdown, CSV, HTML and PDF files are written", "[export]")
+{
+    const Catalog cat = catalog();
+    const ExportState state = exportStateFor(cat, Selection::defaults());
+    QTemporaryDir dir;
+    REQUIRE(dir.isValid());
+    // HEADROOM_TEST_KEEP_EXPORTS=DIR keeps the files there, to look at them.
+    const QString keep = qEnvironmentVariable("HEADROOM_TEST_KEEP_EXPORTS");
+    const QDir out(keep.isEmpty() ? dir.path() : keep);
+    for (const char* name : {"report.md", "report.csv", "report.html", "report.pdf"}) {
+        INFO(name);
+        const QString path = out.filePath(QString::fromLatin1(name));
+        QString error;
+        REQUIRE(exportCapacityReport(path, state, &error));
+        CHECK(error.isEmpty());
+        QFile file(path);
+        REQUIRE(file.open(QIODevice::ReadOnly));
+        const QByteArray bytes = file.readAll();
+        CHECK(bytes.size() > 100);
+        if (path.endsWith(QLatin1String(".pdf")))
+            CHECK(bytes.startsWith("%PDF-"));
+        if (path.endsWith(QLatin1String(".html")))
+            CHECK(bytes.contains("<svg"));
+        if (path.endsWith(QLatin1String(".md")))
+            CHECK(bytes.contains("llama-3.1-8b"));
+        if (path.endsWith(QLatin1String(".csv")))
+            CHECK(bytes.count('\n') == 4); // header + 3 plans
+    }
+    // A format forced against the extension wins.
+    const QString forced = dir.filePath(QStringLiteral("report.txt"));
+    QString error;
+    REQUIRE(exportCapacityReport(forced, state, &error, ReportFormat::Markdown));
+    QFile file(forced);
+    REQUIRE(file.open(QIODevice::ReadOnly));
+    CHECK(file.readAll().startsWith("# "));
 }
 
 TEST_CASE("nvidia-smi output becomes cards, with a profile's figures when the name matches", "[gpus]")

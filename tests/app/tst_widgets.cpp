@@ -15,13 +15,18 @@
 #include "whatfitsmodel.h"
 
 #include "headroom/core/defaults.h"
+#include "headroom/core/report/report.h"
 
 #include <catch2/catch.hpp>
 
 #include <QAbstractItemModelTester>
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
@@ -31,6 +36,7 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTableView>
 #include <QtCharts/QChart>
 #include <QtCharts/QXYSeries>
@@ -283,6 +289,70 @@ TEST_CASE("without headroom_probes the panel lists the CPU disabled", "[probes]"
     CHECK_FALSE(panel->runButton()->isEnabled());
 }
 
+TEST_CASE("with headroom_probes the adapter runs the real CPU allocation probe off the GUI thread", "[probes]")
+{
+    if (!probesBuilt())
+        return;
+    std::shared_ptr<ProbeBackend> backend = createProbeBackend();
+    const std::vector<ProbeDevice> devices = backend->devices();
+    REQUIRE_FALSE(devices.empty());
+    CHECK(devices.front().id == QStringLiteral("cpu"));
+    CHECK(devices.front().name == QStringLiteral("CPU"));
+    CHECK(devices.front().usable);
+    for (std::size_t i = 1; i < devices.size(); ++i)
+        CHECK(devices[i].id == QStringLiteral("cuda:%1").arg(i - 1));
+    CHECK(backend->probeNames() == QStringList{QStringLiteral("allocation"), QStringLiteral("limit search"), QStringLiteral("decode step")});
+
+    {
+        MainWindow w(catalog(), testOptions(backend));
+        CHECK(w.probePanel()->deviceCombo()->itemText(0) == QStringLiteral("CPU"));
+        CHECK(w.probePanel()->deviceCombo()->isEnabled());
+        CHECK(w.probePanel()->runButton()->isEnabled());
+    }
+
+    // A small model and a 1 GiB budget: the allocator's count equals the formula byte for byte.
+    const Catalog cat = catalog();
+    Selection sel = Selection::defaults();
+    sel.modelId = "qwen2.5-0.5b";
+    sel.formatId = "int4-g128";
+    sel.contextTokens = 1000;
+    sel.users = 3;
+    auto request = requestFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090");
+    REQUIRE(request);
+    auto plan = makePlan(*request);
+    REQUIRE(plan);
+    ProbeJob job;
+    job.deviceId = QStringLiteral("cpu");
+    job.probes = {QStringLiteral("allocation")};
+    job.plan = *plan;
+    job.request = *request;
+    job.budget = Bytes{1ull << 30};
+
+    ProbeRunner runner(backend);
+    QSignalSpy progress(&runner, &ProbeRunner::progressChanged);
+    QSignalSpy finished(&runner, &ProbeRunner::finished);
+    runner.start(job);
+    REQUIRE(finished.wait(120000));
+    REQUIRE_FALSE(finished.front().at(1).toBool());
+    const auto rows = finished.front().at(0).value<std::vector<ProbeRow>>();
+    QStringList lines;
+    for (const ProbeRow& r : rows)
+        lines << QStringLiteral("%1 | %2 | %3 | %4 | %5").arg(r.probe, r.quantity).arg(r.predicted).arg(r.measured).arg(r.pass);
+    INFO(lines.join(QLatin1Char('\n')).toStdString());
+    REQUIRE(rows.size() == 3);
+    for (const ProbeRow& r : rows) {
+        CHECK(r.probe == QStringLiteral("allocation"));
+        CHECK(r.unit == ProbeUnit::Bytes);
+        CHECK(r.pass);
+        CHECK(r.predicted == r.measured);
+        CHECK(r.predicted > 0);
+    }
+    CHECK(rows[1].quantity == QStringLiteral("KV cache bytes for 3 x 1000 tokens (fp16)"));
+    CHECK(rows[2].quantity == QStringLiteral("allocated bytes in total"));
+    CHECK(rows[2].measured == rows[0].measured + rows[1].measured);
+    CHECK_FALSE(progress.isEmpty());
+}
+
 TEST_CASE("importing a config.json runs on a worker and adds the model", "[import]")
 {
     QTemporaryDir dir;
@@ -332,6 +402,62 @@ TEST_CASE("the window renders to PNG at its size in light and dark", "[screensho
         CHECK((window.lightness() < 128) == dark);
     }
     w.setDark(false);
+}
+
+TEST_CASE("the window copies core's launch flags and exports its matrix as a report", "[window][export]")
+{
+    MainWindow w(catalog(), testOptions());
+    REQUIRE(w.detailPlan());
+    const Selection& sel = w.selection();
+    for (const auto& [engine, engineId] : {std::pair{LaunchEngine::Vllm, "vllm"}, std::pair{LaunchEngine::LlamaCpp, "llama.cpp"},
+                                           std::pair{LaunchEngine::SgLang, "sglang"}, std::pair{LaunchEngine::Ollama, "ollama"}}) {
+        INFO(engineId);
+        auto request = requestFor(w.catalog(), sel, sel.modelId, sel.formatId, w.detailCardId(), engineId);
+        REQUIRE(request);
+        auto plan = makePlan(*request);
+        REQUIRE(plan);
+        auto expected = launchFlags(*request, *plan);
+        REQUIRE(expected);
+        QApplication::clipboard()->clear();
+        w.copyLaunchFlags(engine);
+        CHECK(QApplication::clipboard()->text() == QString::fromStdString(expected->command));
+        CHECK(w.statusBar()->currentMessage().contains(QStringLiteral("launch flags copied")));
+    }
+    // The four engines are in the File menu, with the vLLM and llama.cpp shortcuts kept.
+    QStringList shortcuts;
+    for (QAction* a : w.findChildren<QAction*>())
+        if (a->text().startsWith(QStringLiteral("Copy ")))
+            shortcuts << a->shortcut().toString();
+    shortcuts.sort();
+    CHECK(shortcuts == QStringList{QStringLiteral("Ctrl+Shift+G"), QStringLiteral("Ctrl+Shift+L"), QStringLiteral("Ctrl+Shift+O"),
+                                   QStringLiteral("Ctrl+Shift+V")});
+
+    // A KV dtype vLLM lacks: core's refusal shows in the status bar; the clipboard is untouched.
+    w.kvCombo()->setCurrentIndex(w.kvCombo()->findData(QStringLiteral("q8_0")));
+    REQUIRE(w.selection().kvDtypeId == "q8_0");
+    QApplication::clipboard()->setText(QStringLiteral("before"));
+    w.copyLaunchFlags(LaunchEngine::Vllm);
+    CHECK(QApplication::clipboard()->text() == QStringLiteral("before"));
+    CHECK(w.statusBar()->currentMessage().startsWith(QStringLiteral("No vLLM launch flags: vLLM has no 'q8_0' KV cache")));
+
+    const ExportState state = w.exportState();
+    REQUIRE(state.plans.size() == state.requests.size());
+    REQUIRE_FALSE(state.plans.empty());
+    for (std::size_t i = 0; i < state.plans.size(); ++i) {
+        CHECK(state.requests[i].card.id == state.plans[i].cardId);
+        CHECK(state.requests[i].format.id == state.plans[i].formatId);
+    }
+    QTemporaryDir dir;
+    QString error;
+    const QString pdf = dir.filePath(QStringLiteral("window.pdf"));
+    REQUIRE(w.exportReportTo(pdf, std::nullopt, &error));
+    CHECK(QFileInfo(pdf).size() > 1000);
+    CHECK(w.statusBar()->currentMessage() == QStringLiteral("Wrote %1").arg(pdf));
+    const QString json = dir.filePath(QStringLiteral("window.json"));
+    REQUIRE(w.exportReportTo(json, std::nullopt, &error));
+    QFile file(json);
+    REQUIRE(file.open(QIODevice::ReadOnly));
+    CHECK(validateReport(file.readAll().toStdString()).empty());
 }
 
 TEST_CASE("the memory bar's hover text gives exact figures", "[window]")

@@ -1,0 +1,399 @@
+// The probes on the CPU backend, end to end: device facts, the budget cap, allocation exactness,
+// the limit search (within 1 % of the prediction, never above), cancellation within a second,
+// child-process crashes, the JSON document, timing and quantization error.
+
+#include <catch2/catch.hpp>
+
+#include "fixtures.h"
+
+#include "headroom/core/kvcache.h"
+#include "headroom/core/profiles.h"
+#include "headroom/probes/probes.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+using namespace headroom;
+using namespace headroom::probes;
+
+namespace {
+
+const ProfileSet& profiles()
+{
+    static const ProfileSet set = [] {
+        auto loaded = loadProfiles(test::sourcePath("profiles"));
+        REQUIRE(loaded);
+        return *loaded;
+    }();
+    return set;
+}
+
+/// qwen2.5-0.5b (24 layers, 14 heads, 2 KV heads of 64: 12,288 B/token in fp16).
+ModelInputs qwen(const std::string& format = "bf16", std::uint64_t context = 0, std::uint64_t users = 1)
+{
+    const ModelProfile* m = profiles().findModel("qwen2.5-0.5b");
+    REQUIRE(m);
+    ModelInputs in;
+    in.model = *m;
+    in.format = *findFormat(format);
+    in.kvDtype = *findKvDtype("fp16");
+    in.contextTokens = context;
+    in.users = users;
+    return in;
+}
+
+/// A tiny llama-style model for the fast timing and cancellation tests.
+ModelInputs tiny()
+{
+    Architecture a;
+    a.family = "llama";
+    a.layers = 2;
+    a.hiddenSize = 256;
+    a.attentionHeads = 4;
+    a.kvHeads = 2;
+    a.headDim = 64;
+    a.intermediateSize = 512;
+    a.vocabSize = 1000;
+    a.contextLength = 4096;
+    ModelInputs in;
+    in.model.id = "tiny";
+    in.model.name = "tiny";
+    in.model.architecture = a;
+    in.format = *findFormat("int4-g128");
+    in.kvDtype = *findKvDtype("fp16");
+    return in;
+}
+
+std::unique_ptr<Device> cpu(std::optional<Bytes> budget = std::nullopt)
+{
+    auto d = openDevice(DeviceSpec{DeviceKind::Cpu, 0});
+    REQUIRE(d);
+    (*d)->setBudget(budget);
+    return std::move(*d);
+}
+
+/// Cancels once @p after has passed since construction; records when it first said so.
+struct TimedCancel final : ProbeProgress {
+    explicit TimedCancel(std::chrono::milliseconds after) : deadline(std::chrono::steady_clock::now() + after) {}
+    void report(double, std::string_view) override {}
+    bool cancelled() const override
+    {
+        if (std::chrono::steady_clock::now() < deadline)
+            return false;
+        if (!fired) {
+            fired = true;
+            firedAt = std::chrono::steady_clock::now();
+        }
+        return true;
+    }
+    std::chrono::steady_clock::time_point deadline;
+    mutable bool fired = false;
+    mutable std::chrono::steady_clock::time_point firedAt;
+};
+
+} // namespace
+
+TEST_CASE("device specs parse", "[probes][device]")
+{
+    CHECK(parseDeviceSpec("cpu")->kind == DeviceKind::Cpu);
+    CHECK(parseDeviceSpec("cuda")->index == 0);
+    CHECK(parseDeviceSpec("cuda:3")->index == 3);
+    CHECK_FALSE(parseDeviceSpec("cuda:"));
+    CHECK_FALSE(parseDeviceSpec("cuda:-1"));
+    CHECK_FALSE(parseDeviceSpec("gpu"));
+    CHECK(toString(DeviceSpec{DeviceKind::Cuda, 2}) == "cuda:2");
+    CHECK(parseProbeList("all")->size() == 5);
+    CHECK(parseProbeList("limit,allocation")->front() == ProbeKind::Limit);
+    CHECK_FALSE(parseProbeList("limit,bogus"));
+}
+
+TEST_CASE("CPU device facts", "[probes][device]")
+{
+    auto d = cpu();
+    CHECK_FALSE(d->name().empty());
+    auto info = d->memoryInfo();
+    REQUIRE(info);
+    CHECK(info->totalBytes.value > 0);
+    CHECK(info->freeBytes.value > 0);
+    CHECK(info->freeBytes <= info->totalBytes);
+
+    DeviceProbeOptions options;
+    options.copyBytes = Bytes{32ull << 20}; // small for the test; the CLI uses max(8 x cache, 256 MiB)
+    NullProgress progress;
+    const ProbeResult r = runDeviceProbe(*d, options, progress);
+    INFO(probeResultToJson(r));
+    CHECK(r.pass);
+    CHECK(r.integer("context_overhead_bytes") == 0u);
+    CHECK(r.integer("copy_buffer_bytes") == (32ull << 20));
+    CHECK(r.number("copy_bandwidth_gbps").value_or(0) > 0);
+    CHECK(r.number("read_bandwidth_gbps").value_or(0) > 0);
+    CHECK(r.integer("reps") == 20u);
+    CHECK(d->allocatedBytes().value == 0); // the probe freed its buffers
+}
+
+TEST_CASE("no CUDA device is reported cleanly", "[probes][device]")
+{
+    std::string why;
+    if (cudaDeviceCount(&why) > 0) {
+        WARN("a CUDA device is present; the no-device path is not exercised here");
+        return;
+    }
+    CHECK_FALSE(why.empty());
+    auto d = openDevice(DeviceSpec{DeviceKind::Cuda, 0});
+    REQUIRE_FALSE(d);
+    CHECK(d.error().code == DeviceError::Code::NoDevice);
+    CHECK_THAT(d.error().message, Catch::Contains("no CUDA device"));
+
+    ProbeRequest request;
+    request.device = DeviceSpec{DeviceKind::Cuda, 0};
+    request.model = tiny();
+    request.probes = {ProbeKind::Device, ProbeKind::Allocation};
+    NullProgress progress;
+    const ProbeReport report = runProbes(request, progress);
+    CHECK_THAT(report.device.error, Catch::Contains("no CUDA device"));
+    REQUIRE(report.results.size() == 2);
+    CHECK_FALSE(report.results[0].pass);
+    CHECK_FALSE(report.allPassed());
+}
+
+TEST_CASE("the budget cap refuses past N bytes and counts exactly", "[probes][device]")
+{
+    auto d = cpu(Bytes{1 << 20});
+    auto a = d->allocate(Bytes{600'000}, "a");
+    REQUIRE(a);
+    CHECK(d->allocatedBytes().value == 600'000);
+    auto b = d->allocate(Bytes{(1 << 20) - 600'000 + 1}, "b"); // one byte too many
+    REQUIRE_FALSE(b);
+    CHECK(b.error().code == DeviceError::Code::OutOfBudget);
+    CHECK_THAT(b.error().message, Catch::Contains("would pass the budget of 1,048,576 B"));
+    CHECK(d->allocatedBytes().value == 600'000); // a refusal allocates nothing
+    auto c = d->allocate(Bytes{(1 << 20) - 600'000}, "c"); // exactly to the cap
+    REQUIRE(c);
+    CHECK(d->allocatedBytes().value == (1u << 20));
+    CHECK(d->release(*a));
+    CHECK(d->release(*c));
+    CHECK(d->allocatedBytes().value == 0);
+    CHECK(d->peakBytes().value == (1u << 20));
+    CHECK_FALSE(d->release(reinterpret_cast<void*>(0x1000))); // not ours
+    CHECK_FALSE(d->allocate(Bytes{0}, "empty"));
+}
+
+TEST_CASE("allocation bytes equal the formula's exactly (qwen2.5-0.5b, 2 GiB)", "[probes][allocation]")
+{
+    auto d = cpu(Bytes{2ull << 30});
+    NullProgress progress;
+
+    SECTION("bf16 weights, one user at the model's 32,768 tokens")
+    {
+        const ProbeResult r = runAllocationProbe(*d, qwen("bf16"), progress);
+        INFO(probeResultToJson(r));
+        CHECK(r.pass);
+        CHECK(r.integer("kv_bytes_per_token") == 12'288u);
+        CHECK(r.integer("predicted_kv_bytes") == 32'768u * 12'288u);
+        CHECK(r.integer("measured_kv_bytes") == 32'768u * 12'288u);
+        CHECK(r.integer("measured_bytes") == r.integer("predicted_bytes"));
+        CHECK(r.integer("measured_weights_bytes") == r.integer("predicted_weights_bytes"));
+    }
+    SECTION("int4-g128 weights, 3 users x 1,000 tokens rounded to 16-token blocks")
+    {
+        const ProbeResult r = runAllocationProbe(*d, qwen("int4-g128", 1000, 3), progress);
+        INFO(probeResultToJson(r));
+        CHECK(r.pass);
+        CHECK(r.integer("measured_kv_bytes") == 3u * 1008u * 12'288u);
+        CHECK(r.integer("measured_bytes") == r.integer("predicted_bytes"));
+    }
+    SECTION("a cache past the budget is a result, not a crash")
+    {
+        const ProbeResult r = runAllocationProbe(*d, qwen("bf16", 32768, 8), progress);
+        CHECK_FALSE(r.pass);
+        CHECK_THAT(r.summary, Catch::Contains("does not fit"));
+    }
+    CHECK(d->allocatedBytes().value == 0);
+}
+
+TEST_CASE("the verified limit is within 1% of the prediction and never above it", "[probes][limit]")
+{
+    LimitProbeOptions options;
+    options.stepLayers = 2;        // the step's cost on 2 shared cores; memory is allocated for all 24
+    options.maxFrontierPoints = 3; // users 1, 2, 4
+    NullProgress progress;
+    const ProbeResult r = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{2ull << 30}, qwen("bf16"), options, progress);
+    INFO(probeResultToJson(r));
+    REQUIRE(r.integer("predicted_tokens"));
+    REQUIRE(r.integer("verified_tokens"));
+    const std::uint64_t predicted = *r.integer("predicted_tokens");
+    const std::uint64_t verified = *r.integer("verified_tokens");
+    CHECK(verified <= predicted);
+    CHECK(static_cast<double>(verified) >= 0.99 * static_cast<double>(predicted));
+    CHECK(predicted > 80'000); // (2 GiB - 942 MiB bf16 weights - scratch) / 12,288 B
+    CHECK(r.pass);
+    CHECK(r.integer("frontier_points_checked") == 3u);
+    CHECK(r.integer("step_layers") == 2u);
+    CHECK_THAT(r.text("first_failure").value_or(""), Catch::Contains("would pass the budget"));
+}
+
+TEST_CASE("a limit probe the kernels cannot run is 'not supported'", "[probes][limit]")
+{
+    ModelInputs in = qwen("bf16");
+    in.kvDtype = *findKvDtype("q8_0");
+    NullProgress progress;
+    const ProbeResult r = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{2ull << 30}, in, {}, progress);
+    CHECK_FALSE(r.pass);
+    CHECK_FALSE(r.supported);
+    CHECK_THAT(r.summary, Catch::Contains("q8_0"));
+}
+
+TEST_CASE("a crash in the limit search's child becomes a failed result", "[probes][limit][child]")
+{
+    NullProgress progress;
+    LimitProbeOptions options;
+    SECTION("SIGSEGV")
+    {
+        options.testHook = ChildTestHook::Crash;
+        const ProbeResult r = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{1 << 30}, tiny(), options, progress);
+        CHECK_FALSE(r.pass);
+        CHECK_THAT(r.summary, Catch::Contains("SIGSEGV"));
+    }
+    SECTION("abort")
+    {
+        options.testHook = ChildTestHook::Abort;
+        const ProbeResult r = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{1 << 30}, tiny(), options, progress);
+        CHECK_FALSE(r.pass);
+        CHECK_THAT(r.summary, Catch::Contains("SIGABRT"));
+    }
+    SECTION("a worker that cannot be executed")
+    {
+        options.isolation.mode = Isolation::Mode::Exec;
+        options.isolation.workerCommand = {"/nonexistent/headroom-cli", "probe-worker"};
+        const ProbeResult r = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{1 << 30}, tiny(), options, progress);
+        CHECK_FALSE(r.pass);
+        CHECK_THAT(r.summary, Catch::Contains("cannot run the worker"));
+    }
+}
+
+TEST_CASE("cancellation is honoured within a second", "[probes][cancel]")
+{
+    using namespace std::chrono;
+    SECTION("a hung child is killed")
+    {
+        LimitProbeOptions options;
+        options.testHook = ChildTestHook::Hang;
+        TimedCancel cancel(milliseconds(300));
+        const ProbeResult r = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{1 << 30}, tiny(), options, cancel);
+        const auto returned = steady_clock::now();
+        CHECK(r.cancelled);
+        CHECK_FALSE(r.pass);
+        REQUIRE(cancel.fired);
+        CHECK(duration_cast<milliseconds>(returned - cancel.firedAt).count() < 1000);
+    }
+    SECTION("the in-process probes stop between steps")
+    {
+        TimedCancel cancel(milliseconds(100));
+        ProbeRequest request;
+        request.device = DeviceSpec{DeviceKind::Cpu, 0};
+        request.budget = Bytes{2ull << 30};
+        request.model = qwen("bf16");
+        request.probes = {ProbeKind::Allocation, ProbeKind::Limit, ProbeKind::Timing};
+        const auto start = steady_clock::now();
+        const ProbeReport report = runProbes(request, cancel);
+        const auto returned = steady_clock::now();
+        REQUIRE(cancel.fired);
+        CHECK(duration_cast<milliseconds>(returned - cancel.firedAt).count() < 1000);
+        CHECK(duration_cast<milliseconds>(returned - start).count() < 3000);
+        for (const ProbeResult& r : report.results)
+            CHECK(r.cancelled);
+    }
+}
+
+TEST_CASE("the JSON document has the device, each probe's pass and the predicted/measured keys", "[probes][json]")
+{
+    ProbeRequest request;
+    request.device = DeviceSpec{DeviceKind::Cpu, 0};
+    request.budget = Bytes{1ull << 30};
+    request.model = tiny();
+    request.model.contextTokens = 1000;
+    request.model.users = 2;
+    request.probes = {ProbeKind::Allocation, ProbeKind::Limit};
+    request.limitOptions.maxFrontierPoints = 2;
+    NullProgress progress;
+    const ProbeReport report = runProbes(request, progress);
+    const std::string text = probeResultsToJson(report.device, report.results);
+    const nlohmann::json j = nlohmann::json::parse(text);
+    INFO(text);
+    CHECK(j["schema_version"] == 1);
+    CHECK(j["device"]["spec"] == "cpu");
+    CHECK(j["device"]["budget_bytes"] == (1ull << 30));
+    CHECK(j["device"]["total_bytes"].get<std::uint64_t>() > 0);
+    REQUIRE(j["results"].size() == 2);
+    for (const auto& r : j["results"]) {
+        CHECK(r.contains("probe"));
+        CHECK(r["pass"] == true);
+    }
+    const auto& alloc = j["results"][0];
+    CHECK(alloc["probe"] == "allocation");
+    CHECK(alloc["predicted_bytes"] == alloc["measured_bytes"]);
+    const auto& limit = j["results"][1];
+    CHECK(limit["probe"] == "limit");
+    CHECK(limit["verified_tokens"].get<std::uint64_t>() <= limit["predicted_tokens"].get<std::uint64_t>());
+    CHECK(limit["frontier"].is_array());
+    CHECK(j["pass"] == true);
+
+    // The child's answer round-trips through JSON.
+    const auto back = probeResultFromJson(probeResultToJson(report.results[1], -1));
+    REQUIRE(back);
+    CHECK(back->probe == "limit");
+    CHECK(back->integer("verified_tokens") == report.results[1].integer("verified_tokens"));
+    CHECK(back->notes == report.results[1].notes);
+}
+
+TEST_CASE("timing: decode against batch and context, prefill, TTFT, TPOT and the knee", "[probes][timing]")
+{
+    auto d = cpu(Bytes{1ull << 30});
+    TimingProbeOptions options;
+    options.batches = {1, 2, 4};
+    options.contexts = {16, 256};
+    options.prompts = {16, 100};
+    options.warmup = 1;
+    options.reps = 3;
+    options.bandwidthGBps = 10;
+    NullProgress progress;
+    const ProbeResult r = runTimingProbe(*d, tiny(), options, progress);
+    INFO(probeResultToJson(r));
+    CHECK(r.pass);
+    const auto decode = nlohmann::json::parse(std::get<RawJson>(*r.find("decode")).text);
+    const auto context = nlohmann::json::parse(std::get<RawJson>(*r.find("context")).text);
+    const auto prefill = nlohmann::json::parse(std::get<RawJson>(*r.find("prefill")).text);
+    REQUIRE(decode.size() == 3);
+    CHECK(context.size() == 2);
+    CHECK(prefill.size() == 2);
+    for (const auto& row : decode) {
+        CHECK(row["step_ms"].get<double>() > 0);
+        CHECK(row["tokens_per_s"].get<double>() > 0);
+        CHECK(row.contains("predicted_step_ms"));
+    }
+    CHECK(prefill[1]["prompt_tokens"] == 100);
+    CHECK(prefill[1]["ttft_ms"].get<double>() > 0);
+    CHECK(r.number("tpot_ms").value_or(0) > 0);
+    CHECK(r.find("knee_batch"));
+    CHECK(d->allocatedBytes().value == 0);
+}
+
+TEST_CASE("quantization error matches the BRIEF anchors on N(0,1) and grows with outliers", "[probes][quant]")
+{
+    NullProgress progress;
+    const ProbeResult r = runQuantErrorProbe(QuantErrorOptions{}, progress);
+    INFO(probeResultToJson(r));
+    CHECK(r.pass);
+    const auto rows = nlohmann::json::parse(std::get<RawJson>(*r.find("formats")).text);
+    REQUIRE(rows.size() == 5);
+    for (const auto& row : rows) {
+        if (row.contains("anchor_error"))
+            CHECK(std::abs(row["gaussian_error"].get<double>() - row["anchor_error"].get<double>()) <= 0.003);
+        CHECK(row["outlier_error"].get<double>() >= row["gaussian_error"].get<double>());
+    }
+    CHECK(rows[3]["format"] == "int4-g128");
+    CHECK(rows[3]["bits_per_weight"].get<double>() == Approx(4.125));
+}
