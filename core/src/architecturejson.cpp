@@ -1,5 +1,7 @@
 #include "architecturejson.h"
 
+#include "headroom/core/architecturetext.h"
+
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -328,6 +330,25 @@ nlohmann::json architectureToJson(const Architecture& a)
         j["sliding_window"] = std::move(sw);
     }
     return j;
+}
+
+} // namespace headroom
+
+namespace headroom {
+
+std::string architectureToJsonText(const Architecture& arch) { return architectureToJson(arch).dump(); }
+
+tl::expected<Architecture, std::string> architectureFromJsonText(std::string_view text)
+{
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded())
+        return tl::unexpected(std::string("architecture: invalid JSON"));
+    Architecture arch;
+    std::string key;
+    std::string message;
+    if (!architectureFromJson(j, arch, key, message))
+        return tl::unexpected("architecture" + key + ": " + message);
+    return arch;
 }
 
 } // namespace headroom
