@@ -9,7 +9,7 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/runtime-$(id -u)}"
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 
 # Guard against a green run that tested nothing (TOOLCHAIN.md §9): the app tests must be listed.
-if [ -x "$build/bin/headroom" ] && ! ctest --test-dir "$build" -N | grep -q "tst_app\|app:"; then
+if [ -x "$build/bin/headroom" ] && ! ctest --test-dir "$build" -N -L app | grep -q "Total Tests: [1-9]"; then
   echo "test: the app tests were not discovered" >&2
   exit 1
 fi
