@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace headroom {
 
@@ -139,8 +140,9 @@ private:
             m_out.parameters = *nominal;
             m_out.parametersSource = "nominal";
             m_out.weightsBytes = Bytes{ceilDiv(nominalWeightBytes(*nominal, m_r.format).value, std::uint64_t{tp} * pp)};
-            m_out.notes.push_back("weights from the nominal parameter count at " + std::to_string(m_r.format.nominalBitsPerWeight())
-                                  + " bits per weight");
+            char bpw[32];
+            std::snprintf(bpw, sizeof bpw, "%.6g", m_r.format.nominalBitsPerWeight());
+            m_out.notes.push_back(std::string("weights from the nominal parameter count at ") + bpw + " bits per weight");
         } else if (exact && exact->formatId == m_r.format.id) {
             m_out.parameters = exact->parameters;
             m_out.parametersSource = "files";
@@ -264,7 +266,8 @@ private:
             m_out.kvBlocks = m_out.kvBudgetBytes.value / blockBytes.value;
         }
         m_out.maxResidentTokens = m_weightsFit ? maxResidentTokens(pool) : 0;
-        if (m_out.contextTokens > 0 && m_weightsFit)
+        // max_users answers "at the context you asked for" (and Ollama's default num_ctx).
+        if ((m_r.contextTokens || m_r.users || e.kind == EngineKind::Ollama) && m_out.contextTokens > 0 && m_weightsFit)
             m_out.maxUsers = maxUsers(pool, m_out.contextTokens);
         if (m_r.users && m_weightsFit) {
             std::uint64_t c = maxContextTokens(pool, *m_r.users);
