@@ -129,7 +129,9 @@ tl::expected<PlanRequest, std::string> requestFor(const Catalog& catalog, const 
     r.engine = *engine;
     r.contextTokens = selection.contextTokens;
     r.users = selection.users;
-    r.ubatchTokens = selection.ubatchTokens;
+    // The chosen micro-batch belongs to the chosen engine; a compared engine uses its own.
+    if (engineName == selection.engineId)
+        r.ubatchTokens = selection.ubatchTokens;
     return r;
 }
 

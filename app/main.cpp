@@ -18,6 +18,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <string_view>
 
 namespace {
 
@@ -45,6 +46,18 @@ int main(int argc, char** argv)
     // The child of a CUDA limit search (a CUDA context does not survive fork()): no GUI.
     if (const int worker = headroom::app::runProbeWorkerIfAsked(argc, argv); worker >= 0)
         return worker;
+    // With no display, --help, --version and --screenshot still work: Qt's offscreen platform
+    // (without it QApplication aborts: "could not connect to display").
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
+        && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        for (int i = 1; i < argc; ++i) {
+            const std::string_view a(argv[i]);
+            if (a == "--help" || a == "-h" || a == "--version" || a == "-v" || a == "--screenshot") {
+                qputenv("QT_QPA_PLATFORM", "offscreen");
+                break;
+            }
+        }
+    }
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("headroom"));
     QApplication::setApplicationName(QStringLiteral("headroom"));

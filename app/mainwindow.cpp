@@ -99,6 +99,11 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
     std::erase_if(m_selection.cardIds, [&](const std::string& id) { return !m_catalog.findCard(id); });
     if (!m_catalog.findEngine(m_selection.engineId) && !m_catalog.profiles().engines.empty())
         m_selection.engineId = m_catalog.profiles().engines.front().id;
+    // The micro-batch starts at the engine's own (vLLM max_num_batched_tokens, llama.cpp ubatch),
+    // as the CLI does, unless the person chose one before.
+    if (!m_ubatchFromSettings)
+        if (const EnginePolicy* e = m_catalog.findEngine(m_selection.engineId); e && e->ubatchTokens > 0)
+            m_selection.ubatchTokens = e->ubatchTokens;
 
     buildControls();
     buildCentral();
@@ -490,7 +495,16 @@ void MainWindow::readControls()
     m_selection.modelId = comboId(m_modelCombo);
     m_selection.formatId = comboId(m_formatCombo);
     m_selection.kvDtypeId = comboId(m_kvCombo);
+    const std::string engineBefore = m_selection.engineId;
     m_selection.engineId = comboId(m_engineCombo);
+    if (m_selection.engineId != engineBefore) {
+        // A new engine brings its own micro-batch.
+        if (const EnginePolicy* e = m_catalog.findEngine(m_selection.engineId); e && e->ubatchTokens > 0) {
+            m_syncing = true;
+            m_ubatch->setValue(e->ubatchTokens);
+            m_syncing = false;
+        }
+    }
     m_selection.mode = static_cast<MatrixMode>(m_modeCombo->currentData().toInt());
     m_selection.contextTokens = m_context->value();
     m_selection.users = m_users->value();
@@ -803,6 +817,7 @@ void MainWindow::loadSettings()
     }
     m_selection.contextTokens = s.value(QStringLiteral("selection/context"), QVariant::fromValue<quint64>(m_selection.contextTokens)).toULongLong();
     m_selection.users = s.value(QStringLiteral("selection/users"), QVariant::fromValue<quint64>(m_selection.users)).toULongLong();
+    m_ubatchFromSettings = s.contains(QStringLiteral("selection/ubatch"));
     m_selection.ubatchTokens = s.value(QStringLiteral("selection/ubatch"), QVariant::fromValue<quint64>(m_selection.ubatchTokens)).toULongLong();
     m_selection.mode = static_cast<MatrixMode>(s.value(QStringLiteral("selection/mode"), 0).toInt());
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());

@@ -125,6 +125,7 @@ private:
     std::string m_detailCard;
     std::optional<PlanResult> m_detailPlan;
     bool m_syncing = false;
+    bool m_ubatchFromSettings = false; ///< the micro-batch was restored from QSettings
 
     QComboBox* m_modelCombo = nullptr;
     QComboBox* m_formatCombo = nullptr;

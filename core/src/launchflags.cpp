@@ -219,6 +219,10 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         auto kv = llamaCppKvDtype(plan.kvDtypeId);
         if (!kv)
             return tl::unexpected(kv.error());
+        // llama-context.cpp refuses a quantized V cache without flash attention.
+        if (isQuantizedCache(*kv) && !plan.flashAttention)
+            return tl::unexpected("llama.cpp needs flash attention (-fa on) for a quantized V cache ('" + *kv
+                                  + "'): plan with --flash-attention, or with an f16 cache");
         std::uint64_t total = 0;
         try {
             total = checkedMul(point->contextTokens, point->users, "total context");
@@ -232,8 +236,6 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         add("-ctv", *kv, arg, "V cache type");
         add("-fa", plan.flashAttention ? "on" : "off", arg,
             plan.flashAttention ? "flash attention, as planned" : "no flash attention: full attention scores counted");
-        if (isQuantizedCache(*kv) && !plan.flashAttention)
-            out.notes.push_back("llama.cpp needs flash attention (-fa on) for a quantized V cache");
         if (plan.tensorParallel * plan.pipelineParallel > 1)
             out.notes.push_back("the plan splits the model over " + std::to_string(plan.tensorParallel * plan.pipelineParallel)
                                 + " GPUs: add --split-mode and --tensor-split");

@@ -277,8 +277,15 @@ private:
             }
             m_out.maxContext = c;
         }
-        if (e.kind == EngineKind::Vllm && m_out.contextTokens > 0)
+        if (e.kind == EngineKind::Vllm && m_out.contextTokens > 0) {
             m_out.maxConcurrency = vllmMaxConcurrency(m_out.kvBlocks, m_out.paging.blockTokens, m_out.contextTokens);
+            // vLLM refuses to start when one max_model_len sequence exceeds the KV cache.
+            if (*m_out.maxConcurrency < 1.0 && m_weightsFit)
+                m_out.notes.push_back("vLLM with max_model_len " + formatThousands(m_out.contextTokens)
+                                      + " would refuse to start (" + formatConcurrency(*m_out.maxConcurrency)
+                                      + "): lower --max-model-len to at most "
+                                      + formatThousands(m_out.kvBlocks * m_out.paging.blockTokens));
+        }
         if (m_weightsFit)
             m_out.frontier = frontier(pool, m_out.modelContextTokens);
         decideFit();

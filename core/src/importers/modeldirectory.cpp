@@ -195,6 +195,15 @@ tl::expected<ImportedModel, ImportError> importModelDirectory(const std::filesys
             shardFiles.push_back(it->path());
     }
     std::sort(shardFiles.begin(), shardFiles.end());
+    // A folder with a config.json and no safetensors index or shards is that config alone.
+    if (!fs::exists(indexPath, ec) && shardFiles.empty() && fs::exists(configPath, ec)) {
+        auto alone = importHfConfig(configPath);
+        if (alone) {
+            alone->path = dir.string();
+            alone->warnings.push_back("no safetensors index or shards in the folder: read config.json alone");
+        }
+        return alone;
+    }
     if (fs::exists(indexPath, ec)) {
         auto text = importers::readSmallFile(indexPath, 256u << 20);
         if (!text)
