@@ -230,6 +230,9 @@ void runProbeCommand(const ProbeOptions& o, CliContext& ctx, CLI::App* cmd)
     request.model.kvDtype = *kv;
     request.model.contextTokens = o.context;
     request.model.users = o.users;
+    // A .gguf model with tensor data gives the quant-error probe real weights too.
+    if (o.model.size() > 5 && o.model.ends_with(".gguf"))
+        request.quantOptions.ggufPath = o.model;
 
     // The limit search runs in a child: fork() on the CPU, a fresh headroom-cli probe-worker for
     // CUDA (and for the CUDA context overhead measured by the device probe).

@@ -2,6 +2,8 @@
 // synthetic N(0,1) weights (anchors of BRIEF §3, +-0.003) and on the same weights with outliers
 // (BRIEF §3: one outlier sets the scale of its whole territory).
 
+#include "headroom/core/importers/ggufreader.h"
+#include "headroom/formats/quantblocks.h"
 #include "headroom/kernels/quantize.h"
 #include "headroom/probes/probes.h"
 
@@ -9,9 +11,70 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <random>
 
 namespace headroom::probes {
+
+namespace {
+
+// Bounds on the real-weights pass: every f32/f16 matrix of the file up to these totals.
+constexpr std::uint64_t kMaxRealMatrices = 256;
+constexpr std::uint64_t kMaxRealElements = 64ull << 20;
+
+/// One weight matrix of a GGUF file read as floats: [rows = ne1][cols = ne0].
+struct RealMatrix {
+    std::string name;
+    std::uint32_t rows = 0;
+    std::uint32_t cols = 0;
+    std::vector<float> values;
+};
+
+// Reads the 2-D f32/f16 tensors of a little-endian GGUF (header through the importer, data at
+// data_offset + tensor offset, gguf.md); other types are skipped. Errors as text.
+tl::expected<std::vector<RealMatrix>, std::string> readRealMatrices(const std::string& path)
+{
+    auto file = readGguf(path);
+    if (!file)
+        return tl::unexpected(toString(file.error()));
+    if (file->bigEndian)
+        return tl::unexpected(path + ": big-endian GGUF tensor data is not read");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return tl::unexpected(path + ": cannot open");
+    std::vector<RealMatrix> out;
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < file->tensors.size() && out.size() < kMaxRealMatrices; ++i) {
+        const ImportedTensor& t = file->tensors[i];
+        const bool f32 = t.type == "f32";
+        if ((!f32 && t.type != "f16") || t.shape.size() != 2 || t.shape[0] < 2 || t.shape[1] < 2)
+            continue;
+        if (t.shape[0] > 1u << 20 || t.shape[1] > 1u << 20 || total + t.elements > kMaxRealElements)
+            continue;
+        RealMatrix m;
+        m.name = t.name;
+        m.cols = static_cast<std::uint32_t>(t.shape[0]);
+        m.rows = static_cast<std::uint32_t>(t.shape[1]);
+        m.values.resize(t.elements);
+        in.seekg(static_cast<std::streamoff>(file->dataOffset + file->tensorOffsets[i]));
+        if (f32) {
+            in.read(reinterpret_cast<char*>(m.values.data()), static_cast<std::streamsize>(t.elements * 4));
+        } else {
+            std::vector<std::uint16_t> half(t.elements);
+            in.read(reinterpret_cast<char*>(half.data()), static_cast<std::streamsize>(t.elements * 2));
+            for (std::size_t k = 0; k < half.size(); ++k)
+                m.values[k] = formats::halfToFloat(half[k]);
+        }
+        if (!in)
+            return tl::unexpected(path + ": tensor " + t.name + " ends past the end of the file");
+        total += t.elements;
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+} // namespace
 
 ProbeResult runQuantErrorProbe(const QuantErrorOptions& options, ProbeProgress& progress)
 {
@@ -75,8 +138,45 @@ ProbeResult runQuantErrorProbe(const QuantErrorOptions& options, ProbeProgress& 
     r.set("formats", RawJson{rows.dump()});
     r.notes.push_back("synthetic N(0,1) weights (seed " + std::to_string(options.seed) + "); the outlier set replaces "
                       + std::to_string(count) + " weights by +-" + std::to_string(options.outlierSigma) + " sigma");
-    r.notes.push_back(options.ggufPath.empty() ? "real weights: not run (no GGUF given)"
-                                               : "real weights from a GGUF file are not implemented yet: " + options.ggufPath + " was not read");
+    if (options.ggufPath.empty()) {
+        r.notes.push_back("real weights: not run (no GGUF given)");
+    } else {
+        progress.report(1.0, "reading real weights");
+        auto matrices = readRealMatrices(options.ggufPath);
+        if (!matrices) {
+            r.notes.push_back("real weights: " + matrices.error());
+            ok = false;
+        } else if (matrices->empty()) {
+            r.notes.push_back("real weights: " + options.ggufPath + " has no f32/f16 matrix to quantize");
+        } else {
+            // Mean and worst error over the file's matrices, per format (BRIEF §3 reports both).
+            nlohmann::json real = nlohmann::json::array();
+            for (const Case& c : cases) {
+                double sum = 0;
+                double worst = 0;
+                std::string worstName;
+                std::size_t counted = 0;
+                for (const RealMatrix& m : *matrices) {
+                    if (progress.cancelled())
+                        return cancelledResult("quant-error");
+                    const double e = kernels::quantizationError(m.values.data(), m.rows, m.cols, c.layout);
+                    if (!std::isfinite(e))
+                        continue;
+                    sum += e;
+                    ++counted;
+                    if (e >= worst) {
+                        worst = e;
+                        worstName = m.name;
+                    }
+                }
+                real.push_back({{"format", c.id}, {"matrices", counted},
+                                {"mean_error", counted ? sum / static_cast<double>(counted) : 0.0},
+                                {"worst_error", worst}, {"worst_matrix", worstName}});
+            }
+            r.set("real_weights", RawJson{real.dump()});
+            r.notes.push_back("real weights: " + std::to_string(matrices->size()) + " f32/f16 matrices of " + options.ggufPath);
+        }
+    }
     r.notes.push_back("device independent: the quantizers run on the host (kernels/quantize.h)");
     r.pass = ok;
     char line[200];

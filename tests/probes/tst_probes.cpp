@@ -6,6 +6,7 @@
 
 #include "fixtures.h"
 
+#include "headroom/core/importers/ggufreader.h"
 #include "headroom/core/kvcache.h"
 #include "headroom/core/profiles.h"
 #include "headroom/probes/probes.h"
@@ -396,4 +397,43 @@ TEST_CASE("quantization error matches the BRIEF anchors on N(0,1) and grows with
     }
     CHECK(rows[3]["format"] == "int4-g128");
     CHECK(rows[3]["bits_per_weight"].get<double>() == Approx(4.125));
+}
+
+TEST_CASE("quant-error on the real weights of a GGUF file", "[probes][quant]")
+{
+    const auto path = headroom::test::fixture("gguf/stories260K.gguf");
+    HEADROOM_REQUIRE_FIXTURE(path);
+    headroom::probes::QuantErrorOptions options;
+    options.rows = 64; // a small synthetic matrix: this test is about the real ones
+    options.cols = 256;
+    options.ggufPath = path.string();
+    headroom::probes::NullProgress progress;
+    const auto r = headroom::probes::runQuantErrorProbe(options, progress);
+    INFO(r.summary);
+    const auto* real = r.find("real_weights");
+    REQUIRE(real != nullptr);
+    const auto rows = nlohmann::json::parse(std::get<headroom::probes::RawJson>(*real).text);
+    // Every 2-D tensor of stories260K is f32 (SOURCES.md: 48 tensors, all F32, 1-D norms aside).
+    const auto file = headroom::readGguf(path);
+    REQUIRE(file);
+    int matrices = 0;
+    for (const auto& t : file->tensors)
+        matrices += t.shape.size() == 2 ? 1 : 0;
+    REQUIRE(rows.size() == 5);
+    for (const auto& row : rows) {
+        INFO(row.dump());
+        CHECK(row.at("matrices").get<int>() == matrices);
+        CHECK(row.at("mean_error").get<double>() > 0.0);
+        CHECK(row.at("worst_error").get<double>() >= row.at("mean_error").get<double>());
+    }
+    // Granularity orders the errors on real weights as on synthetic ones (BRIEF §3).
+    const auto mean = [&](const char* id) {
+        for (const auto& row : rows)
+            if (row.at("format") == id)
+                return row.at("mean_error").get<double>();
+        return -1.0;
+    };
+    CHECK(mean("int8-row") < mean("int4-g128"));
+    CHECK(mean("int4-g128") < mean("int4-row"));
+    CHECK(mean("int4-row") < mean("int4"));
 }

@@ -156,13 +156,15 @@ struct QuantErrorOptions {
     std::uint64_t seed = 42;         ///< generator seed
     double outlierFraction = 1.6e-4; ///< share of weights replaced by outliers (692 / 4,358,144 beyond 6 sigma, BRIEF §3)
     double outlierSigma = 24.0;      ///< outlier magnitude in standard deviations (max |w| = 24 std, BRIEF §3)
-    std::string ggufPath;            ///< a GGUF with tensor data for real weights; "" = skip (not implemented yet)
+    std::string ggufPath;            ///< a GGUF with tensor data: its f32/f16 matrices are quantized too; "" = skip
 };
 
 /// Relative error ||W - W_hat||_F / ||W||_F of int8-row, int4 (tensor), int4-row, int4-g128 and
 /// nf4-b64 on N(0,1) weights (checked against BRIEF §3 anchors +-0.003) and on the same weights
 /// with outliers. Keys: formats [{format, bits_per_weight, gaussian_error, anchor_error,
-/// outlier_error}]. Device independent (the quantizers run on the host).
+/// outlier_error}], and with a GGUF real_weights [{format, matrices, mean_error, worst_error,
+/// worst_matrix}] over its f32/f16 matrices (at most 256 of them, 64 Mi elements). Device
+/// independent (the quantizers run on the host).
 ProbeResult runQuantErrorProbe(const QuantErrorOptions& options, ProbeProgress& progress);
 
 /// Everything `headroom-cli probe` asks for.
