@@ -29,6 +29,17 @@ int main(int argc, char** argv)
     registerReportCommand(app, ctx);
     registerFlagsCommand(app, ctx);
 
+    // "headroom-cli frobnicate": name the unknown command rather than "A subcommand is required".
+    if (argc > 1 && argv[1][0] != '-') {
+        const std::string first = argv[1];
+        bool known = false;
+        for (const CLI::App* sub : app.get_subcommands({}))
+            known = known || sub->check_name(first);
+        if (!known) {
+            std::cerr << "headroom-cli: unknown command '" << first << "'\n\n" << app.help();
+            return 1;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -140,10 +140,10 @@ void registerInspectCommand(CLI::App& app, CliContext& ctx)
                    "architecture, parameters, exact weight bytes by tensor type, KV bytes per token");
     cmd->add_option("path", opts->path, "A config.json, a model directory, a .safetensors or a .gguf file")->required();
     cmd->add_flag("--json", opts->json, "Print JSON (keys end in their unit)");
-    cmd->callback([opts, &ctx, cmd] {
+    cmd->callback([opts, &ctx] {
         auto model = importModel(opts->path);
         if (!model) {
-            ctx.fail(toString(model.error()) + "\n\n" + cmd->help());
+            ctx.fail(toString(model.error())); // a data error, not a usage error: no usage text
             return;
         }
         if (opts->json)

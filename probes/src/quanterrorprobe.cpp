@@ -136,8 +136,10 @@ ProbeResult runQuantErrorProbe(const QuantErrorOptions& options, ProbeProgress& 
     r.set("outliers", count);
     r.set("outlier_sigma", options.outlierSigma);
     r.set("formats", RawJson{rows.dump()});
-    r.notes.push_back("synthetic N(0,1) weights (seed " + std::to_string(options.seed) + "); the outlier set replaces "
-                      + std::to_string(count) + " weights by +-" + std::to_string(options.outlierSigma) + " sigma");
+    char outlierNote[160];
+    std::snprintf(outlierNote, sizeof outlierNote, "synthetic N(0,1) weights (seed %llu); the outlier set replaces %llu weights by +-%g sigma",
+                  static_cast<unsigned long long>(options.seed), static_cast<unsigned long long>(count), options.outlierSigma);
+    r.notes.push_back(outlierNote);
     if (options.ggufPath.empty()) {
         r.notes.push_back("real weights: not run (no GGUF given)");
     } else {

@@ -34,7 +34,9 @@ foreach(case "unknown_model|plan -m no-such-model|unknown model 'no-such-model'"
              "bad_size|plan -m llama-2-7b --reserve lots|expected a size"
              "bad_tp|plan -m llama-2-7b --tp 3|--tp 3 does not divide"
              "engine_and_reserve|plan -m llama-2-7b --engine vllm --reserve 1GiB|excludes"
-             "no_command||A subcommand is required")
+             "no_command||A subcommand is required"
+             "unknown_command|frobnicate|unknown command 'frobnicate'"
+             "bad_gguf|inspect /nonexistent/x.gguf|x.gguf")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 name)
   list(GET parts 1 args)
