@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace headroom::cli {
 
@@ -45,5 +46,8 @@ void registerProbeCommand(CLI::App& app, CliContext& ctx);
 void registerReportCommand(CLI::App& app, CliContext& ctx);
 void registerFlagsCommand(CLI::App& app, CliContext& ctx);
 void registerSpeedCommand(CLI::App& app, CliContext& ctx);
+
+/// `models --local`: the models of the local stores and of @p dirs (cli/commands/localmodels.cpp).
+void listLocalModels(CliContext& ctx, const std::vector<std::string>& dirs, bool json);
 
 } // namespace headroom::cli

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 namespace headroom::cli {
 
@@ -111,7 +112,23 @@ void listEngines(CliContext& ctx)
 
 void registerListCommands(CLI::App& app, CliContext& ctx)
 {
-    app.add_subcommand("models", "List the model profiles")->callback([&ctx] { listModels(ctx); });
+    struct LocalOptions {
+        bool local = false;
+        std::vector<std::string> dirs;
+        bool json = false;
+    };
+    auto local = std::make_shared<LocalOptions>();
+    CLI::App* models = app.add_subcommand("models", "List the model profiles, or (--local) the models on this machine");
+    models->add_flag("--local", local->local,
+                     "List the models already on this machine: the Hugging Face hub cache, Ollama's store, LM Studio's folder");
+    models->add_option("--dir", local->dirs, "Also search these folders (model directories, .gguf files); implies --local");
+    models->add_flag("--json", local->json, "With --local: print JSON (keys end in their unit)");
+    models->callback([&ctx, local] {
+        if (local->local || !local->dirs.empty())
+            listLocalModels(ctx, local->dirs, local->json);
+        else
+            listModels(ctx);
+    });
     app.add_subcommand("cards", "List the card profiles")->callback([&ctx] { listCards(ctx); });
     app.add_subcommand("formats", "List the weight formats and KV dtypes")->callback([] { listFormats(); });
     app.add_subcommand("engines", "List the engine policies")->callback([&ctx] { listEngines(ctx); });

@@ -1,7 +1,9 @@
 #include "headroom/core/resolve.h"
 
 #include "headroom/core/importers/importedmodel.h"
+#include "headroom/core/stores/localstores.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace headroom {
@@ -32,15 +34,75 @@ ModelProfile fromImport(const ImportedModel& m)
     return p;
 }
 
+/// The hub-cache import of "ORG/NAME[@REV]" (or "hf://ORG/NAME[@REV]"); nullopt when @p arg is no
+/// repo id or no hub cache of the environment holds it.
+std::optional<tl::expected<ModelProfile, std::string>> resolveFromHubCache(const std::string& arg)
+{
+    const auto repo = parseRepoId(arg);
+    if (!repo)
+        return std::nullopt;
+    for (const std::filesystem::path& cache : defaultLocalStoreRoots().hubCaches) {
+        const auto snapshot = findInHubCache(cache, repo->id, repo->revision);
+        if (!snapshot)
+            continue;
+        auto imported = importModel(*snapshot);
+        if (!imported)
+            return tl::unexpected(toString(imported.error()));
+        if (!imported->architecture)
+            return tl::unexpected(snapshot->string() + ": the snapshot describes no model architecture");
+        ModelProfile p = fromImport(*imported);
+        p.id = repo->id + "@" + snapshot->filename().string(); // re-resolvable: reports name the exact snapshot
+        p.name = repo->id;
+        p.source = "hf-cache " + repo->id + "@" + snapshot->filename().string() + " " + imported->format + " " +
+                   imported->formatVersion + " " + snapshot->string();
+        return p;
+    }
+    return std::nullopt;
+}
+
 } // namespace
+
+std::optional<RepoId> parseRepoId(const std::string& arg)
+{
+    std::string s = arg;
+    if (s.starts_with("hf://"))
+        s = s.substr(5);
+    RepoId r;
+    if (const auto at = s.find('@'); at != std::string::npos) {
+        r.revision = s.substr(at + 1);
+        s = s.substr(0, at);
+        if (r.revision.empty())
+            return std::nullopt;
+    }
+    const auto slash = s.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == s.size() || s.find('/', slash + 1) != std::string::npos)
+        return std::nullopt;
+    // Hub repo names: letters, digits, '-', '_', '.'; no "--" or ".." (huggingface_hub validate_repo_id).
+    const auto ok = [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; };
+    if (!std::all_of(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(slash), ok) ||
+        !std::all_of(s.begin() + static_cast<std::ptrdiff_t>(slash) + 1, s.end(), ok) || s.find("..") != std::string::npos ||
+        s.find("--") != std::string::npos || s.front() == '.' || s.front() == '-')
+        return std::nullopt;
+    const auto revOk = [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/'; };
+    if (!std::all_of(r.revision.begin(), r.revision.end(), revOk) || r.revision.find("..") != std::string::npos)
+        return std::nullopt;
+    r.id = s;
+    return r;
+}
 
 tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, const ProfileSet& profiles)
 {
     if (const ModelProfile* p = profiles.findModel(arg))
         return *p;
     std::error_code ec;
-    if (!std::filesystem::exists(arg, ec))
+    if (!std::filesystem::exists(arg, ec)) {
+        if (auto cached = resolveFromHubCache(arg))
+            return *cached;
+        if (parseRepoId(arg))
+            return tl::unexpected("unknown model '" + arg + "': not a profile id, no such file, and not in a local Hugging Face hub cache "
+                                  "(HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub; list them with `headroom-cli models --local`)");
         return tl::unexpected("unknown model '" + arg + "': not a profile id (list them with `headroom-cli models`) and no such file");
+    }
     auto imported = importModel(arg);
     if (!imported)
         return tl::unexpected(toString(imported.error()));

@@ -13,12 +13,23 @@
 
 #include <tl/expected.hpp>
 
+#include <optional>
 #include <string>
 
 namespace headroom {
 
+/// A Hugging Face repo id with an optional revision: "ORG/NAME", "ORG/NAME@REV", "hf://ORG/NAME@REV".
+struct RepoId {
+    std::string id;       ///< "ORG/NAME"
+    std::string revision; ///< branch, tag or commit; empty = the default branch
+};
+
+/// @p arg read as a repo id (one '/', the hub's name characters), or nullopt.
+std::optional<RepoId> parseRepoId(const std::string& arg);
+
 /// A model: a profile id ("llama-3.1-8b"), or a path to a Hugging Face config.json, a model
-/// directory, a .safetensors or a .gguf file (read header-only by the importers). Errors name
+/// directory, a .safetensors or a .gguf file (read header-only by the importers), or a Hugging
+/// Face repo id "ORG/NAME[@REV]" held in a local hub cache (stores/localstores.h). Errors name
 /// the argument, or the file with byte offset / key from the importer.
 tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, const ProfileSet& profiles);
 

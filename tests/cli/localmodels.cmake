@@ -1,0 +1,25 @@
+# headroom-cli models --local and -m ORG/NAME through the hub cache, on a home folder built from
+# the fixtures by make-stores.sh (env -i: nothing of this machine's own stores leaks in).
+set(_fx ${HEADROOM_FIXTURES_DIR})
+set(_home ${CMAKE_CURRENT_BINARY_DIR}/scratch/stores-home)
+set(_mk ${CMAKE_CURRENT_SOURCE_DIR}/make-stores.sh)
+if(EXISTS ${_fx}/hf/Llama-2-7b-hf/config.json AND EXISTS ${_fx}/gguf/stories260K.gguf)
+  headroom_cli_sh_test(cli_models_local
+    "${_mk} ${_fx} ${_home}-1 && env -i HOME=${_home}-1 ${HEADROOM_CLI} models --local"
+    "hf-cache +meta-llama/Llama-2-7b-hf +8cca527612d8 \\(main\\) +safetensors +12.55 GiB +13,476,839,424 +524,288.*\nollama +stories:260k +aaaaaaaaaaaa +gguf +1.12 MiB +1,171,200 +640.*\nlm-studio +ggml-org/stories260K-GGUF/stories260K.gguf +gguf +1.12 MiB +1,171,200 +640.*3 model\\(s\\)")
+  headroom_cli_sh_test(cli_models_local_json
+    "${_mk} ${_fx} ${_home}-2 && env -i HOME=${_home}-2 ${HEADROOM_CLI} models --local --json"
+    "\"store\": \"ollama\",\n *\"name\": \"stories:260k\",.*\"weights_bytes\": 1171200,")
+  headroom_cli_sh_test(cli_plan_hub_cache_id
+    "${_mk} ${_fx} ${_home}-3 && env -i HOME=${_home}-3 ${HEADROOM_CLI} plan -m meta-llama/Llama-2-7b-hf -c 24GiB --json"
+    "\"weights_bytes\": 13476839424")
+endif()
+headroom_cli_sh_test(cli_models_local_no_stores
+  "env -i HOME=/nonexistent ${HEADROOM_CLI} models --local; echo \"exit code $?\""
+  "0 model\\(s\\). Searched: no store found.*\nexit code 0")
+headroom_cli_sh_test(cli_models_local_bad_dir
+  "env -i HOME=/nonexistent ${HEADROOM_CLI} models --dir /nonexistent/models 2>&1; echo \"exit code $?\""
+  "--dir /nonexistent/models: no such file or folder\nexit code 1")
+headroom_cli_sh_test(cli_plan_unknown_repo_id
+  "env -i HOME=/nonexistent ${HEADROOM_CLI} plan -m no-org/no-model 2>&1; echo \"exit code $?\""
+  "not in a local Hugging Face hub cache.*\nexit code 1")
