@@ -309,3 +309,22 @@ TEST_CASE("every store of a home folder, and any folder given", "[stores]")
         if (m.store == LocalStoreKind::Folder && m.path.filename() == "Mistral-7B-v0.1")
             CHECK(m.model->weightsBytes.value == 14'483'464'192ull);
 }
+
+TEST_CASE("a GGUF repository in the hub cache lists each model file", "[stores][hf-cache]")
+{
+    REQUIRE_STORE_FIXTURES();
+    TempHome home;
+    const fs::path repo = home.hubCache() / "models--ggml-org--stories260K-GGUF";
+    fs::create_directories(repo / "blobs");
+    fs::copy_file(test::fixture("gguf/stories260K.gguf"), repo / "blobs" / std::string(64, '4'));
+    const fs::path snap = repo / "snapshots" / std::string(40, '5');
+    fs::create_directories(snap);
+    fs::create_symlink(fs::path("../../blobs") / std::string(64, '4'), snap / "stories260K-f32.gguf");
+    fs::create_symlink(fs::path("../../blobs") / std::string(64, '4'), snap / "stories260K-00002-of-00002.gguf");
+    const auto models = scanHubCache(home.hubCache());
+    REQUIRE(models.size() == 1); // the later shard of a split set is not a model of its own
+    CHECK(models[0].name == "ggml-org/stories260K-GGUF/stories260K-f32.gguf");
+    CHECK(models[0].revision == std::string(40, '5'));
+    REQUIRE(models[0].model);
+    CHECK(models[0].model->weightsBytes.value == 1'171'200);
+}

@@ -85,29 +85,12 @@ void scanRepo(const fs::path& repo, std::vector<LocalModel>& out)
         for (const auto& [branch, c] : refs)
             if (c == commit)
                 names.push_back(branch);
-        if (stores::isModelDirectory(snapshot)) {
-            LocalModel m;
-            m.store = LocalStoreKind::HubCache;
-            m.name = repoId;
-            m.revision = commit;
-            m.refs = names;
-            m.path = snapshot;
-            stores::importEntry(m);
-            out.push_back(std::move(m));
-            continue;
-        }
-        // A GGUF repository (e.g. ORG/NAME-GGUF): each file is a model of its own.
-        const fs::path projector = stores::projectorIn(snapshot);
-        for (const fs::path& f : stores::modelGgufFiles(snapshot)) {
-            LocalModel m;
-            m.store = LocalStoreKind::HubCache;
-            m.name = repoId + "/" + f.filename().string();
-            m.revision = commit;
-            m.refs = names;
-            m.path = f;
-            m.projectorPath = projector;
-            stores::importEntry(m);
-            out.push_back(std::move(m));
+        // A model directory, or a GGUF repository (ORG/NAME-GGUF) whose files are models of their own.
+        const std::size_t first = out.size();
+        stores::addFolderModels(LocalStoreKind::HubCache, snapshot, repoId, out);
+        for (std::size_t i = first; i < out.size(); ++i) {
+            out[i].revision = commit;
+            out[i].refs = names;
         }
     }
 }

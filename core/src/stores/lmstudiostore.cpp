@@ -16,26 +16,8 @@ std::vector<LocalModel> scanLmStudio(const fs::path& modelsDir)
         for (const fs::path& repo : stores::subfolders(publisher)) {
             if (out.size() >= kLocalStoreMaxModels)
                 return out;
-            const std::string prefix = publisher.filename().string() + "/" + repo.filename().string();
-            if (stores::isModelDirectory(repo)) {
-                LocalModel m;
-                m.store = LocalStoreKind::LmStudio;
-                m.name = prefix;
-                m.path = repo;
-                stores::importEntry(m);
-                out.push_back(std::move(m));
-                continue;
-            }
-            const fs::path projector = stores::projectorIn(repo);
-            for (const fs::path& f : stores::modelGgufFiles(repo)) {
-                LocalModel m;
-                m.store = LocalStoreKind::LmStudio;
-                m.name = prefix + "/" + f.filename().string();
-                m.path = f;
-                m.projectorPath = projector;
-                stores::importEntry(m);
-                out.push_back(std::move(m));
-            }
+            stores::addFolderModels(LocalStoreKind::LmStudio, repo,
+                                    publisher.filename().string() + "/" + repo.filename().string(), out);
         }
     return out;
 }

@@ -74,25 +74,9 @@ void scanFolderInto(const fs::path& dir, int depth, std::vector<LocalModel>& out
 {
     if (out.size() >= kLocalStoreMaxModels || depth > kLocalStoreMaxDepth)
         return;
-    if (stores::isModelDirectory(dir)) {
-        LocalModel m;
-        m.name = dir.string();
-        m.path = dir;
-        stores::importEntry(m);
-        out.push_back(std::move(m));
-        return;
-    }
-    const fs::path projector = stores::projectorIn(dir);
-    for (const fs::path& f : stores::modelGgufFiles(dir)) {
-        if (out.size() >= kLocalStoreMaxModels)
-            return;
-        LocalModel m;
-        m.name = f.string();
-        m.path = f;
-        m.projectorPath = projector;
-        stores::importEntry(m);
-        out.push_back(std::move(m));
-    }
+    stores::addFolderModels(LocalStoreKind::Folder, dir, dir.string(), out);
+    if (stores::isModelDirectory(dir))
+        return; // its subfolders (original/, onnx/) belong to it
     for (const fs::path& sub : stores::subfolders(dir))
         scanFolderInto(sub, depth + 1, out);
 }
@@ -109,9 +93,9 @@ std::vector<LocalModel> scanFolder(const fs::path& folder)
         m.path = folder;
         stores::importEntry(m);
         out.push_back(std::move(m));
-        return out;
+    } else {
+        scanFolderInto(folder, 0, out);
     }
-    scanFolderInto(folder, 0, out);
     return out;
 }
 
@@ -134,6 +118,30 @@ std::vector<LocalModel> findLocalModels(const LocalStoreRoots& roots)
 }
 
 namespace stores {
+
+std::size_t addFolderModels(LocalStoreKind store, const fs::path& dir, const std::string& name, std::vector<LocalModel>& out)
+{
+    const std::size_t before = out.size();
+    auto add = [&](std::string entryName, fs::path path, fs::path projector) {
+        if (out.size() >= kLocalStoreMaxModels)
+            return;
+        LocalModel m;
+        m.store = store;
+        m.name = std::move(entryName);
+        m.path = std::move(path);
+        m.projectorPath = std::move(projector);
+        importEntry(m);
+        out.push_back(std::move(m));
+    };
+    if (isModelDirectory(dir)) {
+        add(name, dir, {});
+    } else {
+        const fs::path projector = projectorIn(dir);
+        for (const fs::path& f : modelGgufFiles(dir))
+            add(store == LocalStoreKind::Folder ? f.string() : name + "/" + f.filename().string(), f, projector);
+    }
+    return out.size() - before;
+}
 
 void importEntry(LocalModel& entry)
 {

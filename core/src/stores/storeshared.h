@@ -9,6 +9,12 @@
 
 namespace headroom::stores {
 
+/// Adds the models of one folder to @p out: the folder itself when it is a model directory (named
+/// @p name), else each model .gguf in it (named @p name + "/" + file, with the folder's mmproj
+/// projector), imported. Returns how many were added.
+std::size_t addFolderModels(LocalStoreKind store, const std::filesystem::path& dir, const std::string& name,
+                            std::vector<LocalModel>& out);
+
 /// Imports @p entry.path into entry.model (or entry.error), and the projector's bytes when
 /// entry.projectorPath is set.
 void importEntry(LocalModel& entry);
