@@ -1,0 +1,513 @@
+#include "enginelogcase.h"
+
+#include "headroom/core/importers/hfconfig.h"
+#include "headroom/core/resolve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace headroom::test {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::uintmax_t kMaxCaseBytes = 1u << 20; // a case is a few KiB; bound what we read
+
+std::string fail(const std::string& file, const std::string& key, const std::string& what)
+{
+    return file + ": " + key + ": " + what;
+}
+
+// Reads a string member; absent -> default, wrong type -> error.
+tl::expected<std::string, std::string> stringAt(const json& j, const char* key, const std::string& file,
+                                                const std::string& fallback = {}, bool required = false)
+{
+    if (!j.contains(key)) {
+        if (required)
+            return tl::unexpected(fail(file, std::string("/") + key, "missing"));
+        return fallback;
+    }
+    if (!j.at(key).is_string())
+        return tl::unexpected(fail(file, std::string("/") + key, "expected a string, found " + std::string(j.at(key).type_name())));
+    return j.at(key).get<std::string>();
+}
+
+tl::expected<PrintedFigure, std::string> parseFigure(const json& f, const std::string& file, std::size_t i)
+{
+    const std::string at = "/figures/" + std::to_string(i);
+    if (!f.is_object())
+        return tl::unexpected(fail(file, at, "expected an object"));
+    PrintedFigure out;
+    auto name = stringAt(f, "name", file, {}, true);
+    auto unit = stringAt(f, "unit", file, {}, true);
+    if (!name)
+        return tl::unexpected(name.error());
+    if (!unit)
+        return tl::unexpected(unit.error());
+    out.name = *name;
+    out.unit = *unit;
+    if (!f.contains("printed") || !f.at("printed").is_number())
+        return tl::unexpected(fail(file, at + "/printed", "expected a number"));
+    out.printed = f.at("printed").get<double>();
+    if (!(out.printed > 0))
+        return tl::unexpected(fail(file, at + "/printed", "expected a positive number"));
+    out.headline = f.value("headline", false);
+    out.tolerancePct = f.value("tolerance_pct", 2.0);
+    out.expectMiss = f.value("expect", std::string("within")) == "miss";
+    out.missTerm = f.value("miss_term", std::string());
+    out.logLine = f.value("log", std::string());
+    return out;
+}
+
+// Printed figures in bytes where the unit is a size, else as printed.
+double toComparable(double value, const std::string& unit)
+{
+    if (unit == "GiB")
+        return value * static_cast<double>(kGiB);
+    if (unit == "MiB")
+        return value * static_cast<double>(kMiB);
+    return value;
+}
+
+double fromBytes(double bytes, const std::string& unit)
+{
+    if (unit == "GiB")
+        return bytes / static_cast<double>(kGiB);
+    if (unit == "MiB")
+        return bytes / static_cast<double>(kMiB);
+    return bytes;
+}
+
+double parseNumber(const std::string& text, const std::string& key, bool& ok)
+{
+    try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        ok = used == text.size();
+        return v;
+    } catch (...) {
+        ok = false;
+        (void)key;
+        return 0;
+    }
+}
+
+// The settings the current planner understands, in each engine's spelling. (The engine units'
+// own settings mechanism replaces this as it lands.)
+tl::expected<void, std::string> applySettings(const EngineLogCase& c, PlanRequest& r)
+{
+    for (const auto& [key, value] : c.settings) {
+        bool ok = true;
+        const double v = parseNumber(value, key, ok);
+        if (key == "gpu-memory-utilization" || key == "mem-fraction-static" || key == "free_gpu_memory_fraction"
+            || key == "cuda-memory-fraction") {
+            if (!ok)
+                return tl::unexpected(c.file + ": /settings/" + key + ": expected a number, found '" + value + "'");
+            r.engine.memoryFraction = v;
+        } else if (key == "max-model-len" || key == "context-length" || key == "max-total-tokens" || key == "-c"
+                   || key == "num_ctx") {
+            if (!ok)
+                return tl::unexpected(c.file + ": /settings/" + key + ": expected a number, found '" + value + "'");
+            r.contextTokens = static_cast<std::uint64_t>(v);
+        } else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "max-batch-prefill-tokens"
+                   || key == "max_num_tokens" || key == "-ub") {
+            if (ok)
+                r.ubatchTokens = static_cast<std::uint64_t>(v);
+        } else if (key == "OLLAMA_NUM_PARALLEL" || key == "-np" || key == "--parallel") {
+            if (ok)
+                r.users = static_cast<std::uint64_t>(v);
+        } else if (key == "block-size" || key == "page-size" || key == "tokens_per_block") {
+            if (ok)
+                r.engine.blockTokens = static_cast<std::uint64_t>(v);
+        }
+        // Other settings are kept in the case (and shown by the table) until a unit reads them.
+    }
+    return {};
+}
+
+std::optional<double> predictedFigure(const PrintedFigure& f, const PlanResult& p)
+{
+    const double block = static_cast<double>(p.paging.blockTokens);
+    if (f.name == "num_gpu_blocks" || f.name == "kv_blocks")
+        return static_cast<double>(p.kvBlocks);
+    if (f.name == "kv_cache_tokens")
+        return static_cast<double>(p.kvBlocks) * block;
+    if (f.name == "max_concurrency")
+        return p.maxConcurrency;
+    if (f.name == "available_kv_cache_bytes")
+        return fromBytes(static_cast<double>(p.kvBudgetBytes.value), f.unit);
+    if (f.name == "max_total_num_tokens" || f.name == "max_batch_total_tokens" || f.name == "max_kv_tokens")
+        return static_cast<double>(p.maxResidentTokens);
+    if (f.name == "kv_cache_bytes")
+        return fromBytes(static_cast<double>(p.maxResidentTokens) * static_cast<double>(p.kvBytesPerToken.value), f.unit);
+    if (f.name == "kv_cells")
+        return static_cast<double>(roundUp(std::max<std::uint64_t>(p.contextTokens, 1), p.paging.cellPadding));
+    if (f.name == "kv_buffer_mib") {
+        const std::uint64_t cells = roundUp(std::max<std::uint64_t>(p.contextTokens, 1), p.paging.cellPadding);
+        return fromBytes(static_cast<double>(kvBytes(p.kv, std::max<std::uint64_t>(p.users, 1), cells, {}, p.ubatchTokens).value),
+                         f.unit);
+    }
+    if (f.name == "compute_buffer_mib") {
+        for (const OverheadItem& i : p.overheads)
+            if (i.name == "activation_peak")
+                return fromBytes(static_cast<double>(i.bytes.value), f.unit);
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+std::string fixed(double v, int digits)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+std::string showValue(double v, const std::string& unit)
+{
+    if (unit == "x")
+        return fixed(v, 2) + "x";
+    if (unit == "GiB" || unit == "MiB")
+        return fixed(v, 2) + " " + unit;
+    return formatThousands(static_cast<std::uint64_t>(std::llround(v)));
+}
+
+std::string showError(const FigureOutcome& f)
+{
+    if (!f.predicted)
+        return "n/a";
+    return (f.errorPct >= 0 ? "+" : "") + fixed(f.errorPct, 2) + " %";
+}
+
+std::string verdict(const FigureOutcome& f)
+{
+    if (!f.predicted)
+        return "no figure";
+    if (f.within)
+        return f.expectMiss ? "within (marked miss)" : "within";
+    return "miss";
+}
+
+} // namespace
+
+tl::expected<EngineLogCase, std::string> loadEngineLogCase(const std::filesystem::path& path)
+{
+    const std::string file = path.string();
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec)
+        return tl::unexpected(file + ": cannot read: " + ec.message());
+    if (size > kMaxCaseBytes)
+        return tl::unexpected(file + ": " + std::to_string(size) + " bytes, more than a case may have (1 MiB)");
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const json j = json::parse(text.str(), nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return tl::unexpected(file + ": not a JSON object");
+    if (j.value("schema_version", 0) != 1)
+        return tl::unexpected(fail(file, "/schema_version", "expected 1"));
+
+    EngineLogCase c;
+    c.file = file;
+    for (auto [member, key] : {std::pair{&c.id, "id"}, std::pair{&c.sourceUrl, "source_url"},
+                               std::pair{&c.engine, "engine"}, std::pair{&c.engineVersion, "engine_version"},
+                               std::pair{&c.weights, "weights"}, std::pair{&c.kvDtype, "kv_dtype"}}) {
+        auto v = stringAt(j, key, file, {}, true);
+        if (!v)
+            return tl::unexpected(v.error());
+        *member = *v;
+    }
+    auto kvV = stringAt(j, "kv_dtype_v", file);
+    if (!kvV)
+        return tl::unexpected(kvV.error());
+    c.kvDtypeV = *kvV;
+    if (c.id != path.stem().string())
+        return tl::unexpected(fail(file, "/id", "expected the file name '" + path.stem().string() + "', found '" + c.id + "'"));
+    if (!j.contains("model") || !j.at("model").is_object())
+        return tl::unexpected(fail(file, "/model", "expected an object with \"profile\" or \"config\""));
+    c.model = j.at("model");
+    if (!j.contains("card") || !j.at("card").is_object())
+        return tl::unexpected(fail(file, "/card", "expected an object with \"profile\" or \"total_bytes\""));
+    const json& card = j.at("card");
+    if (card.contains("total_bytes")) {
+        if (!card.at("total_bytes").is_number_unsigned())
+            return tl::unexpected(fail(file, "/card/total_bytes", "expected a positive integer"));
+        c.cardTotalBytes = card.at("total_bytes").get<std::uint64_t>();
+    } else if (card.contains("profile") && card.at("profile").is_string()) {
+        c.cardProfile = card.at("profile").get<std::string>();
+    } else {
+        return tl::unexpected(fail(file, "/card", "expected \"profile\" or \"total_bytes\""));
+    }
+    const auto parallel = [&](const char* key) -> tl::expected<std::uint32_t, std::string> {
+        const json v = j.value(key, json(1));
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > 1024)
+            return tl::unexpected(fail(file, std::string("/") + key, "expected an integer in 1..1024"));
+        return static_cast<std::uint32_t>(v.get<std::uint64_t>());
+    };
+    auto tp = parallel("tensor_parallel");
+    auto pp = parallel("pipeline_parallel");
+    if (!tp)
+        return tl::unexpected(tp.error());
+    if (!pp)
+        return tl::unexpected(pp.error());
+    c.tensorParallel = *tp;
+    c.pipelineParallel = *pp;
+    if (j.contains("settings")) {
+        if (!j.at("settings").is_object())
+            return tl::unexpected(fail(file, "/settings", "expected an object of strings"));
+        for (const auto& [k, v] : j.at("settings").items()) {
+            if (!v.is_string())
+                return tl::unexpected(fail(file, "/settings/" + k, "expected a string"));
+            c.settings[k] = v.get<std::string>();
+        }
+    }
+    c.inputs = j.value("inputs", json::object());
+    for (const json& t : j.value("tags", json::array()))
+        if (t.is_string())
+            c.tags.push_back(t.get<std::string>());
+    if (!j.contains("log") || !j.at("log").is_array() || j.at("log").empty())
+        return tl::unexpected(fail(file, "/log", "expected the verbatim log lines"));
+    if (!j.contains("figures") || !j.at("figures").is_array() || j.at("figures").empty())
+        return tl::unexpected(fail(file, "/figures", "expected at least one printed figure"));
+    int headlines = 0;
+    for (std::size_t i = 0; i < j.at("figures").size(); ++i) {
+        auto f = parseFigure(j.at("figures").at(i), file, i);
+        if (!f)
+            return tl::unexpected(f.error());
+        headlines += f->headline ? 1 : 0;
+        c.figures.push_back(std::move(*f));
+    }
+    if (headlines != 1)
+        return tl::unexpected(fail(file, "/figures", "expected exactly one headline figure, found " + std::to_string(headlines)));
+    return c;
+}
+
+tl::expected<std::vector<EngineLogCase>, std::string> loadEngineLogCases(const std::filesystem::path& dir)
+{
+    std::error_code ec;
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+        if (entry.is_regular_file() && entry.path().extension() == ".json")
+            files.push_back(entry.path());
+    if (ec)
+        return tl::unexpected(dir.string() + ": cannot list: " + ec.message());
+    std::sort(files.begin(), files.end());
+    std::vector<EngineLogCase> out;
+    for (const auto& f : files) {
+        auto c = loadEngineLogCase(f);
+        if (!c)
+            return tl::unexpected(c.error());
+        out.push_back(std::move(*c));
+    }
+    return out;
+}
+
+tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, const ProfileSet& profiles)
+{
+    PlanRequest r;
+    if (c.model.contains("profile") && c.model.at("profile").is_string()) {
+        auto m = resolveModel(c.model.at("profile").get<std::string>(), profiles);
+        if (!m)
+            return tl::unexpected(c.file + ": /model/profile: " + m.error());
+        r.model = std::move(*m);
+    } else if (c.model.contains("config") && c.model.at("config").is_object()) {
+        auto cfg = parseHfConfig(c.model.at("config").dump(), c.file + " /model/config");
+        if (!cfg)
+            return tl::unexpected(toString(cfg.error()));
+        r.model.id = c.model.value("name", c.id);
+        r.model.architecture = cfg->architecture;
+    } else {
+        return tl::unexpected(c.file + ": /model: expected \"profile\" or \"config\"");
+    }
+    auto format = resolveFormat(c.weights, r.model);
+    if (!format)
+        return tl::unexpected(c.file + ": /weights: " + format.error());
+    r.format = *format;
+    auto kv = resolveKvDtype(c.kvDtype);
+    if (!kv)
+        return tl::unexpected(c.file + ": /kv_dtype: " + kv.error());
+    r.kvDtype = *kv;
+    if (c.cardProfile) {
+        auto card = resolveCard(*c.cardProfile, profiles);
+        if (!card)
+            return tl::unexpected(c.file + ": /card/profile: " + card.error());
+        r.card = *card;
+    } else {
+        r.card = anonymousCard(c.id, Bytes{*c.cardTotalBytes});
+    }
+    auto engine = resolveEngine(c.engine, profiles);
+    if (!engine)
+        return tl::unexpected(c.file + ": /engine: " + engine.error());
+    r.engine = *engine;
+    r.tensorParallel = c.tensorParallel;
+    r.pipelineParallel = c.pipelineParallel;
+    if (auto s = applySettings(c, r); !s)
+        return tl::unexpected(s.error());
+    return r;
+}
+
+AccuracySummary AccuracyReport::total() const
+{
+    AccuracySummary s;
+    for (const CaseOutcome& c : cases) {
+        ++s.cases;
+        for (const FigureOutcome& f : c.figures)
+            if (f.headline) {
+                ++s.headline;
+                s.within += f.within ? 1 : 0;
+            }
+    }
+    return s;
+}
+
+std::map<std::string, AccuracySummary> AccuracyReport::byEngine() const
+{
+    std::map<std::string, AccuracySummary> out;
+    for (const CaseOutcome& c : cases) {
+        AccuracySummary& s = out[c.engine];
+        ++s.cases;
+        for (const FigureOutcome& f : c.figures)
+            if (f.headline) {
+                ++s.headline;
+                s.within += f.within ? 1 : 0;
+            }
+    }
+    return out;
+}
+
+AccuracyReport evaluateEngineLogCases(const std::vector<EngineLogCase>& cases, const ProfileSet& profiles)
+{
+    AccuracyReport report;
+    for (const EngineLogCase& c : cases) {
+        CaseOutcome out;
+        out.id = c.id;
+        out.engine = c.engine;
+        out.engineVersion = c.engineVersion;
+        std::optional<PlanResult> plan;
+        if (auto r = planRequestFor(c, profiles); !r) {
+            out.error = r.error();
+        } else if (auto p = makePlan(*r); !p) {
+            out.error = c.file + ": plan: " + p.error();
+        } else {
+            plan = std::move(*p);
+        }
+        for (const PrintedFigure& f : c.figures) {
+            FigureOutcome o;
+            o.name = f.name;
+            o.unit = f.unit;
+            o.printed = f.printed;
+            o.headline = f.headline;
+            o.tolerancePct = f.tolerancePct;
+            o.expectMiss = f.expectMiss;
+            o.missTerm = f.missTerm;
+            if (plan)
+                o.predicted = predictedFigure(f, *plan);
+            if (o.predicted) {
+                const double printed = toComparable(f.printed, f.unit);
+                const double predicted = toComparable(*o.predicted, f.unit);
+                o.errorPct = (predicted - printed) / printed * 100.0;
+                o.within = std::fabs(o.errorPct) <= f.tolerancePct;
+            }
+            out.figures.push_back(std::move(o));
+        }
+        report.cases.push_back(std::move(out));
+    }
+    return report;
+}
+
+std::string formatAccuracyText(const AccuracyReport& report)
+{
+    std::ostringstream out;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-46s %-22s %-26s %14s %14s %10s  %s\n", "case", "engine@version", "figure",
+                  "printed", "predicted", "error", "verdict / term");
+    out << line;
+    for (const CaseOutcome& c : report.cases) {
+        if (!c.error.empty())
+            out << c.id << ": ERROR " << c.error << "\n";
+        for (const FigureOutcome& f : c.figures) {
+            const std::string term = f.within ? std::string() : (f.missTerm.empty() ? "(unexplained)" : f.missTerm);
+            std::snprintf(line, sizeof line, "%-46s %-22s %-26s %14s %14s %10s  %s", c.id.c_str(),
+                          (c.engine + "@" + c.engineVersion).c_str(), (f.name + (f.headline ? " *" : "")).c_str(),
+                          showValue(f.printed, f.unit).c_str(),
+                          f.predicted ? showValue(*f.predicted, f.unit).c_str() : "-", showError(f).c_str(),
+                          verdict(f).c_str());
+            out << line << (term.empty() ? "" : ": ") << term << "\n";
+        }
+    }
+    out << "\nheadline figures (*) within tolerance, per engine:\n";
+    for (const auto& [engine, s] : report.byEngine()) {
+        std::snprintf(line, sizeof line, "  %-14s %3d cases, %3d of %3d within (%5.1f %%)\n", engine.c_str(), s.cases,
+                      s.within, s.headline, s.rate() * 100);
+        out << line;
+    }
+    const AccuracySummary all = report.total();
+    std::snprintf(line, sizeof line, "  %-14s %3d cases, %3d of %3d within (%5.1f %%)\n", "all", all.cases, all.within,
+                  all.headline, all.rate() * 100);
+    out << line;
+    out << "headline misses:";
+    for (const CaseOutcome& c : report.cases)
+        for (const FigureOutcome& f : c.figures)
+            if (f.headline && !f.within)
+                out << "\n  " << c.id << " (" << showError(f) << "): " << (f.missTerm.empty() ? "(unexplained)" : f.missTerm);
+    out << "\n";
+    return out.str();
+}
+
+std::string formatAccuracyMarkdown(const AccuracyReport& report)
+{
+    std::ostringstream out;
+    out << "# Accuracy against real engines\n\n"
+           "Generated by `scripts/accuracy.sh` from the engine-log corpus (`tests/data/engine-logs/`, one public "
+           "start-up log a case; format and sources in its README). Every case is planned from the card total and "
+           "the engine's settings alone (`tst_core \"[engine-logs]\"`), and every figure the engine printed is "
+           "compared with the plan's. A headline figure is the case's capacity figure (vLLM KV cache tokens or GPU "
+           "blocks, SGLang max_total_num_tokens, TGI max batch total tokens, TensorRT-LLM KV tokens or blocks, "
+           "llama.cpp/Ollama KV buffer). Do not edit by hand.\n\n";
+    out << "## Summary (headline figures within 2 %)\n\n| engine | cases | headline within | rate |\n|---|---:|---:|---:|\n";
+    char line[512];
+    for (const auto& [engine, s] : report.byEngine()) {
+        std::snprintf(line, sizeof line, "| %s | %d | %d of %d | %.1f %% |\n", engine.c_str(), s.cases, s.within,
+                      s.headline, s.rate() * 100);
+        out << line;
+    }
+    const AccuracySummary all = report.total();
+    std::snprintf(line, sizeof line, "| **all** | %d | %d of %d | %.1f %% |\n\n", all.cases, all.within, all.headline,
+                  all.rate() * 100);
+    out << line;
+    out << "## Headline misses and the term that causes each\n\n";
+    bool any = false;
+    for (const CaseOutcome& c : report.cases)
+        for (const FigureOutcome& f : c.figures)
+            if (f.headline && !f.within) {
+                out << "- `" << c.id << "` (" << c.engine << "@" << c.engineVersion << ", " << showError(f)
+                    << "): " << (f.missTerm.empty() ? "(unexplained)" : f.missTerm) << "\n";
+                any = true;
+            }
+    if (!any)
+        out << "None.\n";
+    out << "\n## Every figure\n\n| case | engine@version | figure | printed | predicted | error | verdict |\n"
+           "|---|---|---|---:|---:|---:|---|\n";
+    for (const CaseOutcome& c : report.cases) {
+        if (!c.error.empty())
+            out << "| `" << c.id << "` | " << c.engine << "@" << c.engineVersion << " | (input error) | | | | "
+                << c.error << " |\n";
+        for (const FigureOutcome& f : c.figures) {
+            out << "| `" << c.id << "` | " << c.engine << "@" << c.engineVersion << " | " << f.name
+                << (f.headline ? " **(headline)**" : "") << " | " << showValue(f.printed, f.unit) << " | "
+                << (f.predicted ? showValue(*f.predicted, f.unit) : "-") << " | " << showError(f) << " | "
+                << verdict(f);
+            if (!f.within && !f.missTerm.empty())
+                out << ": " << f.missTerm;
+            out << " |\n";
+        }
+    }
+    return out.str();
+}
+
+} // namespace headroom::test

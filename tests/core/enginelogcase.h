@@ -1,0 +1,109 @@
+#pragma once
+/// @file enginelogcase.h
+/// The engine-log corpus of tests/data/engine-logs (format: README.md there): loading a case,
+/// planning it from the card total and the engine's settings, comparing every printed figure,
+/// and printing the accuracy table as text (the test) and Markdown (docs/accuracy.md).
+
+#include "headroom/core/plan.h"
+#include "headroom/core/profiles.h"
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom::test {
+
+/// One figure an engine printed.
+struct PrintedFigure {
+    std::string name;          ///< "kv_cache_tokens", "num_gpu_blocks", "max_total_num_tokens", ... (README)
+    double printed = 0;        ///< as printed, in `unit`
+    std::string unit;          ///< "tokens", "blocks", "x", "GiB", "MiB"
+    bool headline = false;     ///< the case's capacity figure
+    double tolerancePct = 2.0; ///< |error| allowed, percent
+    bool expectMiss = false;   ///< known miss, explained by missTerm
+    std::string missTerm;      ///< the term that causes the miss (after diagnosis)
+    std::string logLine;       ///< the line it was read from
+};
+
+/// One case file.
+struct EngineLogCase {
+    std::string file;                          ///< path, for errors
+    std::string id;
+    std::string sourceUrl;
+    std::string engine;                        ///< "vllm", "sglang", "tgi", "tensorrt-llm", "llama.cpp", "ollama"
+    std::string engineVersion;
+    nlohmann::json model;                      ///< {"profile": id} or {"config": {...}}
+    std::string weights;
+    std::string kvDtype;
+    std::string kvDtypeV;                      ///< llama.cpp -ctv, when it differs
+    std::optional<std::string> cardProfile;
+    std::optional<std::uint64_t> cardTotalBytes;
+    std::uint32_t tensorParallel = 1;
+    std::uint32_t pipelineParallel = 1;
+    std::map<std::string, std::string> settings; ///< the engine's own spelling
+    nlohmann::json inputs;                     ///< measured inputs, when the case names any
+    std::vector<std::string> tags;
+    std::vector<PrintedFigure> figures;
+};
+
+/// Reads one case; errors name the file and the key.
+tl::expected<EngineLogCase, std::string> loadEngineLogCase(const std::filesystem::path& file);
+/// Reads every *.json of @p dir, sorted by name.
+tl::expected<std::vector<EngineLogCase>, std::string> loadEngineLogCases(const std::filesystem::path& dir);
+
+/// One figure compared.
+struct FigureOutcome {
+    std::string name;
+    std::string unit;
+    double printed = 0;
+    std::optional<double> predicted;  ///< in `unit`; absent when the plan has no such figure
+    double errorPct = 0;              ///< (predicted - printed) / printed * 100
+    bool headline = false;
+    bool within = false;
+    double tolerancePct = 2.0;
+    bool expectMiss = false;
+    std::string missTerm;
+};
+
+/// One case compared.
+struct CaseOutcome {
+    std::string id;
+    std::string engine;
+    std::string engineVersion;
+    std::string error;                 ///< the plan could not be made (input error)
+    std::vector<FigureOutcome> figures;
+};
+
+/// Counts over headline figures.
+struct AccuracySummary {
+    int cases = 0;
+    int headline = 0;  ///< headline figures
+    int within = 0;    ///< ... within tolerance
+    double rate() const { return headline > 0 ? static_cast<double>(within) / headline : 0.0; }
+};
+
+/// Every case compared.
+struct AccuracyReport {
+    std::vector<CaseOutcome> cases;
+    AccuracySummary total() const;
+    std::map<std::string, AccuracySummary> byEngine() const;
+};
+
+/// The plan request of a case: its model, formats, card, engine and settings.
+tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, const ProfileSet& profiles);
+
+/// Plans every case and compares its figures.
+AccuracyReport evaluateEngineLogCases(const std::vector<EngineLogCase>& cases, const ProfileSet& profiles);
+
+/// The table as plain text (one row per figure, then the per-engine summary).
+std::string formatAccuracyText(const AccuracyReport& report);
+/// docs/accuracy.md.
+std::string formatAccuracyMarkdown(const AccuracyReport& report);
+
+} // namespace headroom::test
