@@ -1,5 +1,8 @@
 #include "headroom/core/parameters.h"
 
+#include "headroom/core/ggufpreset.h"
+#include "headroom/formats/ggmltypes.h"
+
 #include <cmath>
 
 namespace headroom {
@@ -149,10 +152,7 @@ private:
 
 // GGML types need whole blocks per row; llama.cpp's quantizer falls back to a type whose block
 // divides the row (llama-quant.cpp: q8_0 for 32-multiples, else f16).
-struct Priced {
-    Bytes bytes;
-    std::string type;
-};
+using Priced = PricedTensor;
 
 Priced priceMatrix(const WeightFormat& format, std::uint64_t rows, std::uint64_t cols)
 {
@@ -190,7 +190,31 @@ Priced priceTensor(const TensorSpec& t, const WeightFormat& format)
     return {};
 }
 
+// A llama-quantize preset: the quantizer's type for this tensor (ggufpreset.h); norms, biases,
+// routers and learned positions are not quantized (tensor_allows_quantization) and stay f32, as
+// convert_hf_to_gguf.py writes them.
+Priced pricePresetTensor(const TensorSpec& t, const WeightFormat& format, const Architecture& arch)
+{
+    const std::optional<GgufPreset> preset = ggufPresetOfFileType(format.ggufFileType);
+    if (!preset || !t.isMatrix() || t.role == TensorRole::PositionEmbedding)
+        return {smallTensorBytes(format, t.elements()), "fp32"};
+    const bool expert = t.role == TensorRole::ExpertMatrix && t.name.find("mlp.experts.") != std::string::npos;
+    const std::uint32_t id = ggufTensorType(*preset, quantCategory(t, arch), t.layer, t.cols, expert,
+                                            QuantModelFacts::of(arch));
+    const formats::GgmlType* type = formats::ggmlType(id);
+    const std::uint64_t rowBytes = checkedMul(ceilDiv(t.cols, type->blockSize), type->typeSize, "tensor bytes");
+    const Bytes bytes{checkedMul(checkedMul(t.rows, rowBytes, "tensor bytes"), t.copies, "tensor bytes")};
+    return {bytes, id == 1 ? std::string("fp16") : asciiLower(type->name)};
+}
+
 } // namespace
+
+PricedTensor priceTensor(const TensorSpec& tensor, const WeightFormat& format, const Architecture& arch)
+{
+    if (format.ggufFileType != 0)
+        return pricePresetTensor(tensor, format, arch);
+    return priceTensor(tensor, format);
+}
 
 std::uint64_t TensorSpec::elements() const
 {
@@ -243,7 +267,7 @@ WeightBill priceWeights(const Architecture& arch, const WeightFormat& format)
 {
     WeightBill bill;
     for (const TensorSpec& t : listTensors(arch)) {
-        const Priced p = priceTensor(t, format);
+        const Priced p = priceTensor(t, format, arch);
         bill.parameters = checkedAdd(bill.parameters, t.elements(), "parameter count");
         bill.totalBytes += p.bytes;
         bill.bytesByRole[roleName(t.role)] += p.bytes;

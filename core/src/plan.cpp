@@ -33,7 +33,7 @@ DeviceWeights busiestDevice(const Architecture& arch, const WeightFormat& format
     const std::uint32_t perStage = static_cast<std::uint32_t>(ceilDiv(arch.layers, pp));
     std::vector<Bytes> stage(pp);
     for (const TensorSpec& t : listTensors(arch)) {
-        Bytes b = tensorBytes(t, format);
+        Bytes b = priceTensor(t, format, arch).bytes;
         if (tp > 1 && shardedByTp(t.role))
             b = Bytes{ceilDiv(b.value, tp)};
         std::uint32_t s = 0;

@@ -1,5 +1,6 @@
 #include "headroom/core/weightformat.h"
 
+#include "headroom/core/ggufpreset.h"
 #include "headroom/formats/ggmltypes.h"
 
 #include <algorithm>
@@ -82,6 +83,31 @@ WeightFormat gptqAwqFormat(const char* id, bool groupIndex, const char* descript
     return f;
 }
 
+// llama-quantize presets; ids are the lower-case names, "gguf-" prefixed where a GGML type has it.
+void appendGgufPresets(std::vector<WeightFormat>& v)
+{
+    const std::size_t plainCount = v.size();
+    for (const GgufPreset& p : ggufPresets()) {
+        const formats::GgmlType* t = formats::ggmlType(p.defaultType);
+        WeightFormat f;
+        f.id = asciiLower(p.name);
+        for (std::size_t i = 0; i < plainCount; ++i)
+            if (v[i].id == f.id)
+                f.id = "gguf-" + f.id;
+        f.description = std::string("GGUF ") + p.name + " as llama-quantize writes it: " + t->name
+            + " with the quantizer's per-tensor upgrades (output, attn_v, ffn_down, ...)";
+        f.kind = FormatKind::Ggml;
+        f.bits = 0;
+        f.ggmlType = t->id;
+        f.ggmlBlockSize = t->blockSize;
+        f.ggmlTypeSize = t->typeSize;
+        f.ggufFileType = p.fileType;
+        f.smallTensorBytes = 4;
+        f.quantizesEmbeddings = true;
+        v.push_back(f);
+    }
+}
+
 std::vector<WeightFormat> makeBuiltins()
 {
     std::vector<WeightFormat> v;
@@ -127,6 +153,7 @@ std::vector<WeightFormat> makeBuiltins()
         f.quantizesEmbeddings = true;
         v.push_back(f);
     }
+    appendGgufPresets(v);
     return v;
 }
 
@@ -230,6 +257,10 @@ std::optional<WeightFormat> findFormat(std::string_view idText)
     for (const WeightFormat& f : builtinFormats())
         if (f.id == id)
             return f;
+    if (id.rfind("gguf-", 0) == 0)
+        for (const WeightFormat& f : builtinFormats())
+            if (f.ggufFileType != 0 && f.id == id.substr(5))
+                return f;
     // int4-gN / int8-gN for any power-of-two N from 8 to 4096.
     for (std::uint32_t bits : {4u, 8u}) {
         const std::string prefix = "int" + std::to_string(bits) + "-g";

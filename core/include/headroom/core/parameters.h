@@ -54,8 +54,22 @@ std::vector<TensorSpec> listTensors(const Architecture& arch);
 std::uint64_t parameterCount(const Architecture& arch);
 
 /// Bytes of one tensor in @p format: matrices through matrixBytes (unquantized small tensors,
-/// embeddings and routers through the format's rules), vectors through smallTensorBytes.
+/// embeddings and routers through the format's rules), vectors through smallTensorBytes. A
+/// llama-quantize preset (format.ggufFileType) is priced here in its default type only; pass
+/// the architecture for the per-tensor mix.
 Bytes tensorBytes(const TensorSpec& tensor, const WeightFormat& format);
+
+/// One tensor priced: its bytes and the type it is stored in ("q6_k", "fp32", "int4-g128").
+struct PricedTensor {
+    Bytes bytes;
+    std::string type;
+};
+
+/// Prices @p tensor of @p arch in @p format. For a llama-quantize preset the type is the one
+/// llama.cpp's quantizer gives this tensor (ggufpreset.h: output and tied embeddings Q6_K,
+/// use_more_bits layers of attn_v / ffn_down, fallbacks for rows that are not whole blocks);
+/// norms, biases and routers stay f32. Other formats as tensorBytes().
+PricedTensor priceTensor(const TensorSpec& tensor, const WeightFormat& format, const Architecture& arch);
 
 /// The weights bill: total bytes and a breakdown by role name ("attention", "mlp", "experts",
 /// "embeddings", "output", "norms") and by stored type ("q4_k", "fp16").
@@ -66,7 +80,7 @@ struct WeightBill {
     std::map<std::string, Bytes> bytesByType;
 };
 
-/// Prices every tensor of @p arch in @p format.
+/// Prices every tensor of @p arch in @p format (through priceTensor).
 WeightBill priceWeights(const Architecture& arch, const WeightFormat& format);
 
 /// With only a nominal parameter count: ceil(parameters * nominalBitsPerWeight / 8).

@@ -45,6 +45,10 @@ struct WeightFormat {
     std::uint32_t ggmlType = 0;     ///< GGML type id when kind == Ggml
     std::uint32_t ggmlBlockSize = 0;///< elements per GGML block
     std::uint32_t ggmlTypeSize = 0; ///< bytes per GGML block
+    /// Non-zero for a llama-quantize preset (ggufpreset.h): its `general.file_type` value (Q4_K_M
+    /// = 15). The tensors then get the mix of types llama.cpp's quantizer assigns (priced with the
+    /// architecture in parameters.h); ggmlType/ggmlBlockSize/ggmlTypeSize describe its default type.
+    std::uint32_t ggufFileType = 0;
     /// bytes per element of tensors this format leaves unquantized (norms, biases; embeddings
     /// and lm_head for the GPU quantization formats): 2 (fp16) or 4 (GGUF keeps norms in f32).
     std::uint32_t smallTensorBytes = 2;
@@ -83,12 +87,16 @@ Bytes smallTensorBytes(const WeightFormat& format, std::uint64_t elements);
 bool ggmlRowAligned(const WeightFormat& format, std::uint64_t cols);
 
 /// Every built-in format: fp32, fp16, bf16, fp8; int8, int8-row, int4, int4-row, int4-g32/64/128;
-/// nf4-b64, nf4-bnb, nf4-bnb-dq; gptq-g128, awq-g128; and every sizable GGML type by its GGUF
-/// name (f32, f16, bf16 as "ggml-" ids are not duplicated; q4_0, q4_1, ..., q6_k, iq4_xs, ...).
+/// nf4-b64, nf4-bnb, nf4-bnb-dq; gptq-g128, awq-g128; every sizable GGML type by its GGUF
+/// name, each meaning every matrix in that one type (llama-quantize --pure: q4_0, q4_1, ...,
+/// q6_k, iq4_xs, ...); and every llama-quantize preset (ggufPresets()): "q4_k_m", "q5_k_s",
+/// "iq3_m", ..., with a "gguf-" prefix where the name is also a GGML type's ("gguf-q6_k",
+/// "gguf-q8_0", "gguf-q2_k", "gguf-iq4_xs": what llama-quantize Q6_K writes).
 const std::vector<WeightFormat>& builtinFormats();
 
 /// Finds a format by id, case-insensitive; also accepts any `int4-gN` / `int8-gN` (N a power of
-/// two from 8 to 4096) and GGML names with upper-case K ("Q4_K"). nullopt if unknown.
+/// two from 8 to 4096), GGML names with upper-case K ("Q4_K"), and "gguf-" before any preset
+/// name ("gguf-q4_k_m" = "q4_k_m"). nullopt if unknown.
 std::optional<WeightFormat> findFormat(std::string_view id);
 
 } // namespace headroom

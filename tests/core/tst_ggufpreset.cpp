@@ -1,0 +1,182 @@
+// GGUF presets priced without the file, against the tensor bytes llama.cpp printed when it
+// loaded the real files ("model size", "model buffer size" and the "type X: N tensors" counts).
+#include "archfixtures.h"
+#include "fixtures.h"
+
+#include "headroom/core/ggufpreset.h"
+#include "headroom/core/parameters.h"
+#include "headroom/core/profiles.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+using namespace headroom;
+
+namespace {
+
+constexpr double kMebi = 1024.0 * 1024.0;
+constexpr double kGibi = kMebi * 1024.0;
+
+const ProfileSet& profiles()
+{
+    static const ProfileSet set = [] {
+        auto s = loadProfiles(test::sourcePath("profiles"));
+        REQUIRE(s);
+        return *s;
+    }();
+    return set;
+}
+
+Architecture profileArch(const char* id)
+{
+    const ModelProfile* m = profiles().findModel(id);
+    REQUIRE(m != nullptr);
+    REQUIRE(m->architecture);
+    return *m->architecture;
+}
+
+/// EleutherAI/pythia-1.4b config.json (hidden 2048, 24 layers, 16 heads, intermediate 8192,
+/// vocab 50304, untied embed_out, LayerNorm with biases, biases on every projection); GGUF
+/// arch gptneox with a fused attn_qkv, as llama.cpp's CI converts it.
+Architecture pythia14b()
+{
+    Architecture a;
+    a.family = "gptneox";
+    a.layers = 24;
+    a.hiddenSize = 2048;
+    a.attentionHeads = 16;
+    a.kvHeads = 16;
+    a.headDim = 128;
+    a.intermediateSize = 8192;
+    a.vocabSize = 50304;
+    a.tiedEmbeddings = false;
+    a.qkvBias = a.outputProjBias = a.mlpBias = true;
+    a.norm = NormKind::LayerNorm;
+    a.mlp = MlpKind::Plain;
+    a.contextLength = 2048;
+    return a;
+}
+
+/// A figure llama.cpp printed: value in MiB or GiB with the printed number of decimals.
+struct Printed {
+    double value;
+    double unit;     ///< kMebi or kGibi
+    int decimals;
+    /// Half of the last printed digit, in bytes: the rounding the figure carries.
+    double halfUlpBytes() const { return 0.5 * std::pow(10.0, -decimals) * unit; }
+};
+
+struct PresetCase {
+    const char* label;
+    Architecture arch;
+    const char* format;
+    Printed printed;
+    const char* source; ///< where llama.cpp printed it
+};
+
+std::map<std::string, int> typeCounts(const Architecture& arch, const WeightFormat& f)
+{
+    std::map<std::string, int> counts;
+    for (const TensorSpec& t : listTensors(arch))
+        ++counts[priceTensor(t, f, arch).type];
+    return counts;
+}
+
+const char* const kCi = "https://github.com/ggml-org/ci/blob/master/llama.cpp/c9/b00a70b080d5c0668608024afc3e0e2fed822f/"
+                        "ggml-2-x86-cpu/";
+
+} // namespace
+
+TEST_CASE("presets are named as llama-quantize names them", "[ggufpreset]")
+{
+    CHECK(findFormat("q4_k_m")->ggufFileType == 15);
+    CHECK(findFormat("Q5_K_M")->ggufFileType == 17);
+    CHECK(findFormat("gguf-q6_k")->ggufFileType == 18);
+    CHECK(findFormat("gguf-q8_0")->ggufFileType == 7);
+    CHECK(findFormat("gguf-q4_k_m")->id == "q4_k_m");
+    CHECK(findFormat("iq3_m")->ggufFileType == 27);
+    CHECK(findFormat("mxfp4_moe")->ggufFileType == 38);
+    // the plain GGML ids stay one type for every matrix (llama-quantize --pure)
+    CHECK(findFormat("q6_k")->ggufFileType == 0);
+    CHECK(findGgufPreset("Q4_K")->fileType == 15); // llama-quantize alias
+    CHECK(ggufPresetOfFileType(30)->name == std::string("IQ4_XS"));
+    CHECK_FALSE(ggufPresetOfFileType(1)); // F16 is no preset
+}
+
+TEST_CASE("Q4_K_M gives use_more_bits layers of attn_v and ffn_down Q6_K", "[ggufpreset]")
+{
+    // Meta-Llama-3-8B Q4_K_M as llama.cpp loaded it: "type f32: 65, q4_K: 193, q6_K: 33 tensors"
+    // (github.com/developer0hye/llama-3-korean-bllossom-8b-q4-docker README.md, mradermacher's
+    // quant of a Llama-3-8B fine-tune). use_more_bits(i, 32): layers 0-3, 28-31 and 6, 9, ..., 27
+    // = 16 layers; 16 attn_v + 16 ffn_down + output = 33.
+    const Architecture a = test::llama31_8b();
+    const auto counts = typeCounts(a, *findFormat("q4_k_m"));
+    CHECK(counts.at("fp32") == 65);
+    CHECK(counts.at("q4_k") == 193);
+    CHECK(counts.at("q6_k") == 33);
+    CHECK(counts.size() == 3);
+
+    // pythia-1.4b Q4_K_M from llama.cpp's CI (pythia_1_4b-tg-q4_k.log): q4_K 61, q5_K 24, q6_K 13;
+    // its fused attn_qkv goes Q5_K (our q, k, v parts: 3 x 24 entries).
+    const auto p = typeCounts(pythia14b(), *findFormat("q4_k_m"));
+    CHECK(p.at("q4_k") == 61);
+    CHECK(p.at("q5_k") == 3 * 24);
+    CHECK(p.at("q6_k") == 13);
+    // Q3_K_M (pythia_1_4b-tg-q3_k.log): q3_K 25, q4_K 71, q5_K 1, q6_K 1.
+    const auto q3 = typeCounts(pythia14b(), *findFormat("q3_k_m"));
+    CHECK(q3.at("q3_k") == 25);
+    CHECK(q3.at("q4_k") == 24 * 3 + 24 + 23);
+    CHECK(q3.at("q5_k") == 1);
+    CHECK(q3.at("q6_k") == 1);
+}
+
+TEST_CASE("rows that are not whole blocks fall back as llama-quantize does", "[ggufpreset]")
+{
+    // Qwen2.5-0.5B: hidden 896 is not a multiple of 256. Q4_K -> Q5_0, Q6_K -> Q8_0, and the
+    // tied token embedding (output rule) -> Q8_0 (nx % qk_k != 0).
+    const Architecture a = test::qwen05b();
+    const WeightFormat f = *findFormat("q4_k_m");
+    for (const TensorSpec& t : listTensors(a)) {
+        const std::string type = priceTensor(t, f, a).type;
+        if (t.role == TensorRole::TokenEmbedding)
+            CHECK(type == "q8_0");
+        else if (t.name.find("down_proj") != std::string::npos) // 4864 = 19 x 256
+            CHECK((type == "q4_k" || type == "q6_k"));
+        else if (t.isMatrix())
+            CHECK((type == "q5_0" || type == "q8_0"));
+    }
+}
+
+TEST_CASE("presets priced without the file match llama.cpp's printed tensor bytes", "[ggufpreset]")
+{
+    const std::string ci = kCi;
+    const std::vector<PresetCase> cases = {
+        {"Llama-3-8B Q4_K_M", test::llama31_8b(), "q4_k_m", {4685.30, kMebi, 2},
+         "https://github.com/developer0hye/llama-3-korean-bllossom-8b-q4-docker README.md: CPU buffer 281.81 MiB"
+         " + CUDA0 buffer 4403.49 MiB (model size 4.58 GiB)"},
+        {"Llama-3.1-8B-Instruct Q6_K", test::llama31_8b(), "gguf-q6_k", {6.14, kGibi, 2},
+         "https://github.com/ggml-org/llama.cpp/issues/8730 (model size = 6.14 GiB (6.56 BPW))"},
+        {"Llama-3-8B-Instruct Q8_0", test::llama31_8b(), "gguf-q8_0", {7.95, kGibi, 2},
+         "https://github.com/argilla-io/distilabel/issues/593 (model size = 7.95 GiB (8.50 BPW))"},
+        {"pythia-1.4b Q3_K_M", pythia14b(), "q3_k_m", {724.27, kMebi, 2}, "pythia_1_4b-tg-q3_k.log"},
+        {"pythia-1.4b Q4_K_M", pythia14b(), "q4_k_m", {871.81, kMebi, 2}, "pythia_1_4b-tg-q4_k.log"},
+        {"pythia-1.4b Q5_K_M", pythia14b(), "q5_k_m", {1006.35, kMebi, 2}, "pythia_1_4b-tg-q5_k.log"},
+        {"pythia-1.4b Q6_K", pythia14b(), "gguf-q6_k", {1108.64, kMebi, 2}, "pythia_1_4b-tg-q6_k.log"},
+        {"pythia-1.4b Q8_0", pythia14b(), "gguf-q8_0", {1435.23, kMebi, 2}, "pythia_1_4b-tg-q8_0.log"},
+    };
+    for (const PresetCase& c : cases) {
+        const WeightBill bill = priceWeights(c.arch, *findFormat(c.format));
+        const double real = c.printed.value * c.printed.unit;
+        const double predicted = static_cast<double>(bill.totalBytes.value);
+        const double errorPercent = 100.0 * (predicted - real) / real;
+        char line[200];
+        std::snprintf(line, sizeof line, "%s: printed %.0f B, predicted %.0f B, error %+.3f %%", c.label, real,
+                      predicted, errorPercent);
+        INFO(line << " (" << (std::string(c.source).rfind("pythia", 0) == 0 ? ci : std::string()) << c.source << ")");
+        CHECK(std::abs(errorPercent) < 0.5);                                        // the acceptance bound
+        CHECK(std::abs(predicted - real) <= c.printed.halfUlpBytes() + 64.0 * 1024); // and the printed digits
+    }
+}
