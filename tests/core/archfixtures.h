@@ -56,4 +56,26 @@ inline Architecture llama2_13b()
     return a;
 }
 
+/// EleutherAI/pythia-1.4b config.json (hidden 2048, 24 layers, 16 heads, intermediate 8192,
+/// vocab 50304, untied embed_out, LayerNorm with biases, biases on every projection); GGUF
+/// arch gptneox with a fused attn_qkv, as llama.cpp's CI converts it.
+inline Architecture pythia14b()
+{
+    Architecture a;
+    a.family = "gptneox";
+    a.layers = 24;
+    a.hiddenSize = 2048;
+    a.attentionHeads = 16;
+    a.kvHeads = 16;
+    a.headDim = 128;
+    a.intermediateSize = 8192;
+    a.vocabSize = 50304;
+    a.tiedEmbeddings = false;
+    a.qkvBias = a.outputProjBias = a.mlpBias = true;
+    a.norm = NormKind::LayerNorm;
+    a.mlp = MlpKind::Plain;
+    a.contextLength = 2048;
+    return a;
+}
+
 } // namespace headroom::test

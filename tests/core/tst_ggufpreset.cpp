@@ -38,28 +38,6 @@ Architecture profileArch(const char* id)
     return *m->architecture;
 }
 
-/// EleutherAI/pythia-1.4b config.json (hidden 2048, 24 layers, 16 heads, intermediate 8192,
-/// vocab 50304, untied embed_out, LayerNorm with biases, biases on every projection); GGUF
-/// arch gptneox with a fused attn_qkv, as llama.cpp's CI converts it.
-Architecture pythia14b()
-{
-    Architecture a;
-    a.family = "gptneox";
-    a.layers = 24;
-    a.hiddenSize = 2048;
-    a.attentionHeads = 16;
-    a.kvHeads = 16;
-    a.headDim = 128;
-    a.intermediateSize = 8192;
-    a.vocabSize = 50304;
-    a.tiedEmbeddings = false;
-    a.qkvBias = a.outputProjBias = a.mlpBias = true;
-    a.norm = NormKind::LayerNorm;
-    a.mlp = MlpKind::Plain;
-    a.contextLength = 2048;
-    return a;
-}
-
 /// A figure llama.cpp printed: value in MiB or GiB with the printed number of decimals.
 struct Printed {
     double value;
@@ -121,12 +99,12 @@ TEST_CASE("Q4_K_M gives use_more_bits layers of attn_v and ffn_down Q6_K", "[ggu
 
     // pythia-1.4b Q4_K_M from llama.cpp's CI (pythia_1_4b-tg-q4_k.log): q4_K 61, q5_K 24, q6_K 13;
     // its fused attn_qkv goes Q5_K (our q, k, v parts: 3 x 24 entries).
-    const auto p = typeCounts(pythia14b(), *findFormat("q4_k_m"));
+    const auto p = typeCounts(test::pythia14b(), *findFormat("q4_k_m"));
     CHECK(p.at("q4_k") == 61);
     CHECK(p.at("q5_k") == 3 * 24);
     CHECK(p.at("q6_k") == 13);
     // Q3_K_M (pythia_1_4b-tg-q3_k.log): q3_K 25, q4_K 71, q5_K 1, q6_K 1.
-    const auto q3 = typeCounts(pythia14b(), *findFormat("q3_k_m"));
+    const auto q3 = typeCounts(test::pythia14b(), *findFormat("q3_k_m"));
     CHECK(q3.at("q3_k") == 25);
     CHECK(q3.at("q4_k") == 24 * 3 + 24 + 23);
     CHECK(q3.at("q5_k") == 1);
@@ -161,11 +139,11 @@ TEST_CASE("presets priced without the file match llama.cpp's printed tensor byte
          "https://github.com/ggml-org/llama.cpp/issues/8730 (model size = 6.14 GiB (6.56 BPW))"},
         {"Llama-3-8B-Instruct Q8_0", test::llama31_8b(), "gguf-q8_0", {7.95, kGibi, 2},
          "https://github.com/argilla-io/distilabel/issues/593 (model size = 7.95 GiB (8.50 BPW))"},
-        {"pythia-1.4b Q3_K_M", pythia14b(), "q3_k_m", {724.27, kMebi, 2}, "pythia_1_4b-tg-q3_k.log"},
-        {"pythia-1.4b Q4_K_M", pythia14b(), "q4_k_m", {871.81, kMebi, 2}, "pythia_1_4b-tg-q4_k.log"},
-        {"pythia-1.4b Q5_K_M", pythia14b(), "q5_k_m", {1006.35, kMebi, 2}, "pythia_1_4b-tg-q5_k.log"},
-        {"pythia-1.4b Q6_K", pythia14b(), "gguf-q6_k", {1108.64, kMebi, 2}, "pythia_1_4b-tg-q6_k.log"},
-        {"pythia-1.4b Q8_0", pythia14b(), "gguf-q8_0", {1435.23, kMebi, 2}, "pythia_1_4b-tg-q8_0.log"},
+        {"pythia-1.4b Q3_K_M", test::pythia14b(), "q3_k_m", {724.27, kMebi, 2}, "pythia_1_4b-tg-q3_k.log"},
+        {"pythia-1.4b Q4_K_M", test::pythia14b(), "q4_k_m", {871.81, kMebi, 2}, "pythia_1_4b-tg-q4_k.log"},
+        {"pythia-1.4b Q5_K_M", test::pythia14b(), "q5_k_m", {1006.35, kMebi, 2}, "pythia_1_4b-tg-q5_k.log"},
+        {"pythia-1.4b Q6_K", test::pythia14b(), "gguf-q6_k", {1108.64, kMebi, 2}, "pythia_1_4b-tg-q6_k.log"},
+        {"pythia-1.4b Q8_0", test::pythia14b(), "gguf-q8_0", {1435.23, kMebi, 2}, "pythia_1_4b-tg-q8_0.log"},
     };
     for (const PresetCase& c : cases) {
         const WeightBill bill = priceWeights(c.arch, *findFormat(c.format));
