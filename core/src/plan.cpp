@@ -281,55 +281,17 @@ private:
             m_out.maxConcurrency = vllmMaxConcurrency(m_out.kvBlocks, m_out.paging.blockTokens, m_out.contextTokens);
             // vLLM refuses to start when one max_model_len sequence exceeds the KV cache.
             if (*m_out.maxConcurrency < 1.0 && m_weightsFit)
-                m_out.notes.push_back("vLLM with max_model_len " + formatThousands(m_out.contextTokens)
+                m_out.refusals.push_back({FitLimit::EngineRefusesToStart, "vLLM with max_model_len " + formatThousands(m_out.contextTokens)
                                       + " would refuse to start (" + formatConcurrency(*m_out.maxConcurrency)
                                       + "): lower --max-model-len to at most "
-                                      + formatThousands(m_out.kvBlocks * m_out.paging.blockTokens));
+                                      + formatThousands(m_out.kvBlocks * m_out.paging.blockTokens)});
         }
         if (m_weightsFit)
             m_out.frontier = frontier(pool, m_out.modelContextTokens);
-        decideFit();
+        m_out.verdict = decideVerdict(m_r, m_out);
+        m_out.fits = m_out.verdict.fits();
+        m_out.reason = m_out.verdict.reason;
         estimateSpeed();
-    }
-
-    void decideFit()
-    {
-        const std::uint64_t minTokens = std::max<std::uint64_t>(m_r.engine.minContextTokens, m_out.paging.blockTokens);
-        const Bytes spent = m_out.weightsBytes + totalBytes(m_out.overheads);
-        if (!m_weightsFit) {
-            m_out.fits = false;
-            if (m_out.weightsBytes > m_out.usableBytes)
-                m_out.reason = "does not fit: weights " + formatBytes(m_out.weightsBytes) + " > usable "
-                    + formatBytes(m_out.usableBytes) + " of the " + formatBytes(m_out.cardTotalBytes) + " card";
-            else
-                m_out.reason = "does not fit: weights " + formatBytes(m_out.weightsBytes) + " + overheads "
-                    + formatBytes(totalBytes(m_out.overheads)) + " = " + formatBytes(spent) + " > usable "
-                    + formatBytes(m_out.usableBytes);
-            return;
-        }
-        if (m_out.maxResidentTokens < minTokens) {
-            m_out.fits = false;
-            m_out.reason = "does not fit: KV room for " + formatThousands(m_out.maxResidentTokens) + " tokens, "
-                + (m_r.engine.minContextTokens > 0 ? m_r.engine.name + " needs at least " : "less than one block of ")
-                + formatThousands(minTokens);
-            return;
-        }
-        if (m_r.contextTokens || m_r.users) {
-            const std::uint64_t users = m_out.users;
-            const std::uint64_t ctx = m_out.contextTokens;
-            const std::uint64_t canHold = m_out.maxUsers.value_or(0);
-            m_out.fits = canHold >= users;
-            if (!m_out.fits)
-                m_out.reason = "does not fit: " + formatThousands(users) + " users x " + formatThousands(ctx)
-                    + " tokens need " + formatBytes(kvBytes(m_out.kv, users, ctx, m_out.paging, m_out.ubatchTokens))
-                    + " of KV, room for " + formatBytes(m_out.kvBudgetBytes) + " (" + formatThousands(canHold)
-                    + " users at that context)";
-            else
-                m_out.reason = "fits: " + formatThousands(canHold) + " users at " + formatThousands(ctx) + " tokens";
-            return;
-        }
-        m_out.fits = true;
-        m_out.reason = "fits: " + formatThousands(m_out.maxResidentTokens) + " resident tokens";
     }
 
     void estimateSpeed()

@@ -14,7 +14,33 @@ nlohmann::json items(const std::vector<OverheadItem>& list)
     return out;
 }
 
+const char* headlineKindId(HeadlineKind kind)
+{
+    switch (kind) {
+    case HeadlineKind::MaxContextPerUser: return "max_context_per_user";
+    case HeadlineKind::MaxUsersAtContext: return "max_users_at_context";
+    case HeadlineKind::MaxResidentTokens: return "max_resident_tokens";
+    }
+    return "max_resident_tokens";
+}
+
 } // namespace
+
+nlohmann::json verdictJsonObject(const Verdict& v)
+{
+    const Headline& h = v.headline;
+    return {{"state", fitStateId(v.state)},
+            {"limit", fitLimitId(v.limit)},
+            {"reason", v.reason},
+            {"detail", v.detail},
+            {"headline",
+             {{"kind", headlineKindId(h.kind)},
+              {"caption", headlineCaption(h)},
+              {"value", h.value},
+              {"unit", headlineUnit(h.kind)},
+              {"users", h.users},
+              {"context_tokens", h.contextTokens}}}};
+}
 
 nlohmann::json planJsonObject(const PlanResult& p)
 {
@@ -51,6 +77,15 @@ nlohmann::json planJsonObject(const PlanResult& p)
     j["kv_blocks"] = p.kvBlocks;
     j["fits"] = p.fits;
     j["reason"] = p.reason;
+    j["verdict"] = verdictJsonObject(p.verdict);
+    if (!p.refusals.empty()) {
+        nlohmann::json refusals = nlohmann::json::array();
+        for (const EngineRefusal& r : p.refusals)
+            refusals.push_back({{"limit", fitLimitId(r.limit)}, {"reason", r.reason}});
+        j["refusals"] = refusals;
+    }
+    if (p.sequenceCap)
+        j["sequence_cap"] = {{"sequences", p.sequenceCap->sequences}, {"setting", p.sequenceCap->setting}};
     j["context_tokens"] = p.contextTokens;
     j["users"] = p.users;
     j["model_context_tokens"] = p.modelContextTokens;

@@ -268,7 +268,8 @@ tl::expected<json, ReportError> buildReport(const ReportInput& input)
                   {"usable_bytes", p.usableBytes.value},
                   {"max_resident_tokens", p.maxResidentTokens},
                   {"users", p.users},
-                  {"context_tokens", p.contextTokens}};
+                  {"context_tokens", p.contextTokens},
+                  {"verdict", verdictJsonObject(p.verdict)}};
         if (p.maxContext)
             cell["max_context"] = *p.maxContext;
         if (p.maxUsers)

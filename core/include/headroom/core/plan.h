@@ -11,6 +11,7 @@
 #include "headroom/core/modelprofile.h"
 #include "headroom/core/overheads.h"
 #include "headroom/core/speed/planspeed.h"
+#include "headroom/core/verdict.h"
 #include "headroom/core/weightformat.h"
 
 #include <tl/expected.hpp>
@@ -76,8 +77,15 @@ struct PlanResult {
     Bytes kvBudgetBytes;                      ///< usable - weights - overheads (0 when negative)
     std::uint64_t maxResidentTokens = 0;
     std::uint64_t kvBlocks = 0;               ///< paged engines: blocks in the pool
-    bool fits = false;
-    std::string reason;                       ///< why not, or the binding limit
+    /// The answer (verdict.h): state, binding limit, headline number and reason. Faces print this.
+    Verdict verdict;
+    bool fits = false;                        ///< = verdict.fits()
+    std::string reason;                       ///< = verdict.reason
+    /// What the engine refuses about this plan (format, KV dtype, a startup check), set by the
+    /// engine's rules before the verdict; the verdict names the first that applies.
+    std::vector<EngineRefusal> refusals;
+    /// The engine's cap on concurrent sequences (vLLM --max-num-seqs), when it has one.
+    std::optional<SequenceCap> sequenceCap;
 
     std::uint64_t contextTokens = 0;          ///< the context asked about (or defaulted)
     std::uint64_t users = 0;                  ///< the users asked about (or 1)
