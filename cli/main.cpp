@@ -2,13 +2,17 @@
 
 #include "commands.h"
 
+#include "headroom/core/remote/remotemodel.h"
 #include "headroom/core/version.h"
+#include "headroom/remote/curlhttpclient.h"
 
 #include <iostream>
 
 int main(int argc, char** argv)
 {
     using namespace headroom::cli;
+    // -m ORG/NAME, hf://ORG/NAME@REV and https://.../FILE.gguf read headers over HTTP (libcurl).
+    headroom::setDefaultHttpClient(headroom::makeCurlHttpClient());
     CliContext ctx(argc > 0 ? std::filesystem::path(argv[0]) : std::filesystem::path("headroom-cli"));
     CLI::App app{"Headroom: which model, at which weight format, with how much context, for how many users "
                  "fits on a GPU - and proof on the device.",

@@ -1,6 +1,7 @@
 #include "headroom/core/resolve.h"
 
 #include "headroom/core/importers/importedmodel.h"
+#include "headroom/core/remote/remotemodel.h"
 #include "headroom/core/stores/localstores.h"
 
 #include <algorithm>
@@ -60,6 +61,37 @@ std::optional<tl::expected<ModelProfile, std::string>> resolveFromHubCache(const
     return std::nullopt;
 }
 
+/// "ORG/NAME[@REV]", "hf://..." or "https://.../FILE.gguf" read over HTTP (header only) by the
+/// default client; nullopt when @p arg names nothing remote.
+std::optional<tl::expected<ModelProfile, std::string>> resolveRemote(const std::string& arg)
+{
+    const auto source = parseRemoteSource(arg);
+    if (!source)
+        return std::nullopt;
+    const auto client = defaultHttpClient();
+    if (!client)
+        return tl::unexpected("'" + arg + "' is not in a local Hugging Face hub cache, and this program reads no models over HTTP");
+    auto imported = importRemoteModel(*source, *client, remoteOptionsFromEnvironment());
+    if (!imported) {
+        if (source->kind == RemoteSource::Kind::HubRepo)
+            return tl::unexpected("'" + arg + "' is not in a local Hugging Face hub cache; over HTTP: " + imported.error().message);
+        return tl::unexpected(imported.error().message);
+    }
+    if (!imported->architecture)
+        return tl::unexpected(arg + ": the files describe no model architecture, so the KV cache cannot be sized");
+    ModelProfile p = fromImport(*imported);
+    if (source->kind == RemoteSource::Kind::HubRepo) {
+        p.id = "hf://" + source->repoId + "@" + source->revision;
+        p.name = source->repoId;
+        p.source = "hf://" + source->repoId + "@" + source->revision + " (headers over HTTP) " + imported->format + " " +
+                   imported->formatVersion;
+    } else {
+        p.id = source->url;
+        p.source = source->url + " (header over HTTP) " + imported->format + " " + imported->formatVersion;
+    }
+    return p;
+}
+
 } // namespace
 
 std::optional<RepoId> parseRepoId(const std::string& arg)
@@ -86,6 +118,10 @@ std::optional<RepoId> parseRepoId(const std::string& arg)
     const auto revOk = [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/'; };
     if (!std::all_of(r.revision.begin(), r.revision.end(), revOk) || r.revision.find("..") != std::string::npos)
         return std::nullopt;
+    // A path to a model file that does not exist is not a repo id ("dir/model.gguf").
+    for (const char* ext : {".gguf", ".json", ".safetensors", ".bin", ".pt", ".pth"})
+        if (s.ends_with(ext))
+            return std::nullopt;
     r.id = s;
     return r;
 }
@@ -98,6 +134,8 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
     if (!std::filesystem::exists(arg, ec)) {
         if (auto cached = resolveFromHubCache(arg))
             return *cached;
+        if (auto remote = resolveRemote(arg))
+            return *remote;
         if (parseRepoId(arg))
             return tl::unexpected("unknown model '" + arg + "': not a profile id, no such file, and not in a local Hugging Face hub cache "
                                   "(HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub; list them with `headroom-cli models --local`)");

@@ -21,5 +21,15 @@ headroom_cli_sh_test(cli_models_local_bad_dir
   "env -i HOME=/nonexistent ${HEADROOM_CLI} models --dir /nonexistent/models 2>&1; echo \"exit code $?\""
   "--dir /nonexistent/models: no such file or folder\nexit code 1")
 headroom_cli_sh_test(cli_plan_unknown_repo_id
-  "env -i HOME=/nonexistent ${HEADROOM_CLI} plan -m no-org/no-model 2>&1; echo \"exit code $?\""
-  "not in a local Hugging Face hub cache.*\nexit code 1")
+  "env -i HOME=/nonexistent HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m no-org/no-model 2>&1; echo \"exit code $?\""
+  "not in a local Hugging Face hub cache; over HTTP: HF_HUB_OFFLINE is set.*\nexit code 1")
+
+# -m ORG/NAME, hf://ORG/NAME@REV and https://.../FILE.gguf over HTTP (libcurl) from a loopback
+# server with Range support and faults (tests/remote/rangeserver.py); about 20 s, no network beyond 127.0.0.1.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND AND EXISTS ${_fx}/hf/Llama-2-7b-hf/model.safetensors.index.json AND EXISTS ${_fx}/gguf/stories260K.gguf)
+  add_test(NAME cli_remote_models
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/remote/remote_cli_test.py ${HEADROOM_CLI} ${_fx}
+            ${CMAKE_CURRENT_BINARY_DIR}/scratch/remote)
+  set_tests_properties(cli_remote_models PROPERTIES LABELS "cli" TIMEOUT 120)
+endif()

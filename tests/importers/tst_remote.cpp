@@ -1,0 +1,190 @@
+// Remote imports through core's HttpClient interface with an in-memory server (no sockets): the
+// GGUF header read by growing ranges, the mirror cache, offline fallbacks and the token's reach.
+// The libcurl transport against a real loopback server is tested by tests/remote/remote_cli_test.py.
+
+#include "fixtures.h"
+
+#include "headroom/core/remote/remotemodel.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace headroom;
+
+namespace {
+
+/// Serves files by URL with Range support; can be switched offline.
+class MemoryServer final : public HttpClient {
+public:
+    std::map<std::string, std::string> files;
+    std::map<std::string, std::uint64_t> sizes; ///< a file's real size when only its start is held
+    std::vector<HttpRequest> requests;
+    bool offline = false;
+
+    tl::expected<HttpResponse, HttpError> get(const HttpRequest& r) override
+    {
+        requests.push_back(r);
+        if (offline)
+            return tl::unexpected(HttpError{HttpError::Kind::Offline, r.url + ": Could not connect to server"});
+        HttpResponse resp;
+        const auto it = files.find(r.url);
+        if (it == files.end()) {
+            resp.status = 404;
+            return resp;
+        }
+        const std::string& f = it->second;
+        if (!r.rangeBegin) {
+            resp.status = 200;
+            resp.body = f;
+            resp.totalBytes = f.size();
+            return resp;
+        }
+        const std::uint64_t end = std::min<std::uint64_t>(*r.rangeEnd, f.size() - 1);
+        resp.status = 206;
+        resp.body = f.substr(*r.rangeBegin, end - *r.rangeBegin + 1);
+        resp.totalBytes = sizes.count(r.url) ? sizes[r.url] : f.size();
+        if (resp.body.size() > r.maxBodyBytes)
+            return tl::unexpected(HttpError{HttpError::Kind::TooLarge, "too large"});
+        return resp;
+    }
+};
+
+std::string slurp(const fs::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+struct TempCache {
+    fs::path dir = fs::temp_directory_path() / ("headroom-remote-" + std::to_string(::getpid()));
+    TempCache() { fs::remove_all(dir); }
+    ~TempCache() { fs::remove_all(dir); }
+};
+
+} // namespace
+
+TEST_CASE("remote arguments", "[remote]")
+{
+    auto hub = parseRemoteSource("hf://meta-llama/Llama-2-7b-hf@8cca527");
+    REQUIRE(hub);
+    CHECK(hub->kind == RemoteSource::Kind::HubRepo);
+    CHECK(hub->repoId == "meta-llama/Llama-2-7b-hf");
+    CHECK(hub->revision == "8cca527");
+    CHECK(parseRemoteSource("Qwen/Qwen2.5-7B")->revision == "main");
+    auto url = parseRemoteSource("https://example.org/m/model-Q4_K_M.gguf?download=true");
+    REQUIRE(url);
+    CHECK(url->kind == RemoteSource::Kind::Url);
+    CHECK_FALSE(parseRemoteSource("https://example.org/m/model.bin"));
+    CHECK_FALSE(parseRemoteSource("llama-3.1-8b"));
+    CHECK_FALSE(parseRemoteSource("a/b/c"));
+    CHECK_FALSE(parseRemoteSource("../x/y"));
+}
+
+TEST_CASE("a GGUF over HTTP: ranges grow until the header parses, never the tensor data", "[remote]")
+{
+    const fs::path gguf = test::fixture("gguf/stories260K.gguf");
+    HEADROOM_REQUIRE_FIXTURE(gguf);
+    TempCache cache;
+    MemoryServer server;
+    const std::string url = "https://example.org/stories260K.gguf";
+    server.files[url] = slurp(gguf);
+    RemoteOptions o;
+    o.cacheDir = cache.dir;
+    o.ggufFirstRangeBytes = 4096; // the header is 14,176 bytes: 4 KiB, then +4, +8 KiB
+    o.token = "hf_secret";
+    auto m = importRemoteModel(*parseRemoteSource(url), server, o);
+    REQUIRE(m);
+    CHECK(m->weightsBytes.value == 1'171'200);
+    CHECK(m->exactWeights);
+    REQUIRE(server.requests.size() == 3);
+    CHECK(*server.requests[0].rangeBegin == 0);
+    CHECK(*server.requests[1].rangeBegin == 4096);
+    CHECK(*server.requests[2].rangeBegin == 8192);
+    CHECK(*server.requests[2].rangeEnd == 16383);
+    for (const HttpRequest& r : server.requests)
+        CHECK(r.headers.empty()); // the token goes to the hub endpoint only
+    // The mirror is a sparse file of the real length.
+    const fs::path mirrored = m->path;
+    CHECK(fs::file_size(mirrored) == 1'185'376);
+
+    // A second import reads the cache, with no request.
+    server.requests.clear();
+    auto again = importRemoteModel(*parseRemoteSource(url), server, o);
+    REQUIRE(again);
+    CHECK(server.requests.empty());
+    CHECK(again->weightsBytes.value == 1'171'200);
+}
+
+TEST_CASE("a hub repo: config.json and the safetensors header, with the token", "[remote]")
+{
+    const fs::path config = test::fixture("hf/Llama-2-7b-hf/config.json");
+    HEADROOM_REQUIRE_FIXTURE(config);
+    TempCache cache;
+    MemoryServer server;
+    RemoteOptions o;
+    o.cacheDir = cache.dir;
+    o.endpoint = "https://hub.example";
+    o.token = "hf_secret";
+    const std::string base = "https://hub.example/tiny/llama/resolve/main/";
+    server.files[base + "config.json"] = slurp(config);
+    // model.safetensors: one F16 tensor [32000, 4096] = 262,144,000 bytes of data after the header.
+    const std::string json = R"({"lm_head.weight":{"dtype":"F16","shape":[32000,4096],"data_offsets":[0,262144000]}})";
+    std::string st(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        st[static_cast<std::size_t>(i)] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+    st += json;
+    server.files[base + "model.safetensors"] = st;
+    server.sizes[base + "model.safetensors"] = st.size() + 262'144'000;
+    auto m = importRemoteModel(*parseRemoteSource("tiny/llama"), server, o);
+    REQUIRE(m);
+    CHECK(m->exactWeights);
+    CHECK(m->weightsBytes.value == 262'144'000);
+    CHECK(m->architecture->layers == 32);
+    for (const HttpRequest& r : server.requests)
+        CHECK(r.headers == std::vector<std::string>{"Authorization: Bearer hf_secret"});
+    REQUIRE(server.requests.size() == 4); // config, index (404), length, header
+    CHECK(*server.requests[2].rangeEnd == 7);
+    CHECK(*server.requests[3].rangeBegin == 8);
+    CHECK(*server.requests[3].rangeEnd == 8 + json.size() - 1);
+    CHECK(fs::exists(cache.dir / "hf" / "tiny--llama" / "main" / "headroom-remote.json"));
+    CHECK(fs::file_size(cache.dir / "hf" / "tiny--llama" / "main" / "model.safetensors") == st.size() + 262'144'000);
+}
+
+TEST_CASE("offline: a clear error, and an older copy still answers", "[remote]")
+{
+    const fs::path gguf = test::fixture("gguf/stories260K.gguf");
+    HEADROOM_REQUIRE_FIXTURE(gguf);
+    TempCache cache;
+    MemoryServer server;
+    const std::string url = "https://example.org/stories260K.gguf";
+    server.files[url] = slurp(gguf);
+    RemoteOptions o;
+    o.cacheDir = cache.dir;
+    server.offline = true;
+    auto none = importRemoteModel(*parseRemoteSource(url), server, o);
+    REQUIRE_FALSE(none);
+    CHECK(none.error().message.find("offline? models read before are in " + cache.dir.string()) != std::string::npos);
+
+    server.offline = false;
+    REQUIRE(importRemoteModel(*parseRemoteSource(url), server, o));
+    server.offline = true;
+    o.branchTtl = std::chrono::seconds(-1); // every copy is stale
+    auto stale = importRemoteModel(*parseRemoteSource(url), server, o);
+    REQUIRE(stale);
+    CHECK(stale->weightsBytes.value == 1'171'200);
+    CHECK(stale->warnings.back().find("the network failed") != std::string::npos);
+
+    RemoteOptions offlineOnly = o;
+    offlineOnly.offlineOnly = true;
+    offlineOnly.cacheDir = cache.dir / "empty";
+    auto refused = importRemoteModel(*parseRemoteSource(url), server, offlineOnly);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("HF_HUB_OFFLINE") != std::string::npos);
+}
