@@ -1,0 +1,54 @@
+#pragma once
+/// @file ollamamemory.h
+/// Ollama's own memory estimator, as the figures its logs print ("offload to cuda ...
+/// memory.required.kv=... memory.graph.full=... memory.graph.partial=..."), and the launch it now
+/// delegates to llama-server's --fit.
+///
+/// Sources (github.com/ollama/ollama):
+///  - v0.5.7 llm/ggml.go GraphSize and kvCacheBytesPerElement, llm/memory.go EstimateGPULayers,
+///    llm/server.go NewLlamaServer (the quantized-cache fallback) and server/sched.go (num_ctx is
+///    multiplied by OLLAMA_NUM_PARALLEL before the estimate);
+///  - fb30760996871fa9460115c753afd2c60d4ab0f7 llm/llama_server.go startLlamaServer: llama-server
+///    with -c num_ctx x parallel -np parallel, --cache-type-k and --cache-type-v both
+///    OLLAMA_KV_CACHE_TYPE, --flash-attn on/off/auto, no -ngl (llama.cpp --fit places the layers);
+///    ml/device.go MinimumMemory 457 MiB per CUDA/ROCm GPU; envconfig OLLAMA_NUM_PARALLEL default 1.
+
+#include "headroom/core/architecture.h"
+#include "headroom/core/units.h"
+
+#include <cstdint>
+#include <string>
+
+namespace headroom::ollama {
+
+/// The settings, in Ollama's spelling.
+struct Settings {
+    std::uint64_t numCtx = 4096;        ///< num_ctx per request (before x parallel)
+    std::uint32_t numParallel = 1;      ///< OLLAMA_NUM_PARALLEL
+    std::uint64_t numBatch = 512;       ///< num_batch
+    bool flashAttention = false;        ///< OLLAMA_FLASH_ATTENTION, resolved (and supported by GPU and model)
+    std::string kvCacheType = "f16";    ///< OLLAMA_KV_CACHE_TYPE: f16, q8_0, q4_0
+    Bytes gpuOverhead;                  ///< OLLAMA_GPU_OVERHEAD per GPU
+};
+
+/// The cache type Ollama really uses: before the llama-server delegation it falls back to f16 when
+/// flash attention is off ("quantized kv cache requested but flash attention disabled",
+/// v0.5.7 llm/server.go), and it only knows f16, q8_0 and q4_0.
+std::string effectiveKvCacheType(const Settings& settings);
+
+/// What Ollama's estimator prints (v0.5.7 llm/memory.go, llm/ggml.go).
+struct LegacyEstimate {
+    std::uint64_t contextTokens = 0; ///< num_ctx x OLLAMA_NUM_PARALLEL (the runner's --ctx-size)
+    Bytes kvBytes;                   ///< memory.required.kv = ctx x layers x (d_k + d_v) x H_kv x bytes/element
+    Bytes graphFullBytes;            ///< memory.graph.full (all layers on one GPU)
+    Bytes graphPartialBytes;         ///< memory.graph.partial (a split, or several GPUs)
+    std::string kvCacheType;         ///< after the f16 fallback
+};
+
+/// Ollama's estimate for @p arch. The graph formulas are Ollama's per architecture family (llama,
+/// qwen2, gemma/gemma2, command-r, phi2, stablelm; mixtral's are not carried), with batch =
+/// min(context, num_batch); other families fall back as Ollama does: partial = GQA x kv / 6,
+/// full = partial. bytes/element: f16 2, q8_0 1, q4_0 0.5 (Ollama's own approximation of the blocks).
+LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& settings);
+
+} // namespace headroom::ollama

@@ -1,0 +1,90 @@
+#include "headroom/core/engines/ollamamemory.h"
+
+#include <algorithm>
+
+namespace headroom::ollama {
+
+namespace {
+
+// kvCacheBytesPerElement (v0.5.7 llm/ggml.go): q8_0 1, q4_0 0.5, anything else 2.
+double bytesPerElement(const std::string& type)
+{
+    if (type == "q8_0")
+        return 1;
+    if (type == "q4_0")
+        return 0.5;
+    return 2;
+}
+
+} // namespace
+
+std::string effectiveKvCacheType(const Settings& s)
+{
+    const std::string t = asciiLower(s.kvCacheType);
+    if (!s.flashAttention || (t != "q8_0" && t != "q4_0"))
+        return "f16";
+    return t;
+}
+
+LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& s)
+{
+    LegacyEstimate out;
+    out.kvCacheType = effectiveKvCacheType(s);
+    const std::uint64_t context = checkedMul(s.numCtx, std::max<std::uint32_t>(s.numParallel, 1), "num_ctx");
+    out.contextTokens = context;
+    const std::uint64_t batch = std::min(context, s.numBatch);
+    const std::uint64_t embedding = arch.hiddenSize;
+    const std::uint64_t heads = arch.attentionHeads;
+    const std::uint64_t headsKV = arch.kvHeads;
+    const std::uint64_t vocab = arch.vocabSize;
+    const std::uint64_t headK = arch.headDim;
+    const std::uint64_t headV = arch.valueDim();
+    const std::uint64_t embeddingHeads = heads > 0 ? embedding / heads : 0;
+    // kv = uint64(float64(context * blocks * (headK + headV) * headsKV) * bytesPerElement)
+    const std::uint64_t elements = checkedMul(checkedMul(checkedMul(context, arch.layers, "kv"), headK + headV, "kv"), headsKV, "kv");
+    out.kvBytes = Bytes{static_cast<std::uint64_t>(static_cast<double>(elements) * bytesPerElement(out.kvCacheType))};
+    const std::uint64_t kv = out.kvBytes.value;
+
+    std::uint64_t full = 0;
+    std::uint64_t partial = 0;
+    const std::string& f = arch.family;
+    if (f == "llama" || f == "mistral") {
+        full = std::max(4 * batch * (1 + 4 * embedding + context * (1 + heads)), 4 * batch * (embedding + vocab));
+        partial = 4 * batch * embedding
+            + std::max(4 * batch * (1 + embedding + std::max(context, embedding)) + embedding * embedding * 9 / 16
+                           + 4 * context * (batch * heads + embeddingHeads * headsKV),
+                       4 * batch * (embedding + vocab) + embedding * vocab * 105 / 128);
+    } else if (f == "gemma" || f == "gemma2") {
+        full = std::max(4 * batch * (embedding + vocab),
+                        4 * batch * (2 + context + context * heads + 2 * embedding + 2 * headK * heads));
+        partial = std::max(4 * embedding * batch + embedding * vocab * 105 / 128 + 4 * vocab * batch,
+                           4 * batch * (2 * embedding + 1 + 2 * headK * heads + context + context * heads)
+                               + 4 * headK * context * 8 + embedding * headK * heads * 9 / 16);
+    } else if (f == "command-r" || f == "cohere") {
+        full = std::max(4 * batch * (embedding + vocab), 4 * batch * (2 + 4 * embedding + context * (1 + heads)));
+        partial = std::max(4 * batch * (embedding + vocab) + embedding * vocab * 105 / 128,
+                           4 * batch * (1 + 2 * embedding + context * (1 + heads)) + 4 * embedding * context
+                               + embedding * embedding * 9 / 16);
+    } else if (f == "qwen2") {
+        full = std::max(4 * batch * (embedding + vocab), 4 * batch * (1 + 2 * embedding + context + context * heads));
+        partial = std::max(4 * batch * (embedding + vocab) + embedding * vocab * 105 / 128,
+                           4 * (batch * (1 + 2 * embedding + context * (1 + heads)) + embedding * (1 + context)));
+    } else if (f == "phi2") {
+        full = std::max(4 * batch * (embedding + vocab), 4 * batch * (1 + 4 * embedding + context + context * heads));
+        partial = std::max(4 * batch * (2 * embedding + vocab) + embedding * vocab * 105 / 128,
+                           4 * batch * (2 + 3 * embedding + context + context * heads));
+    } else if (f == "stablelm") {
+        full = 4 * batch * (context * (1 + heads) + 3 * embedding + 2);
+        partial = std::max(4 * batch * (vocab + 2 * embedding), full);
+    }
+    // llm/memory.go: a zero partial graph is GQA x kv / 6, a zero full graph the partial one.
+    if (partial == 0 && headsKV > 0)
+        partial = heads / headsKV * kv / 6;
+    if (full == 0)
+        full = partial;
+    out.graphFullBytes = Bytes{full};
+    out.graphPartialBytes = Bytes{partial};
+    return out;
+}
+
+} // namespace headroom::ollama
