@@ -242,3 +242,35 @@ TEST_CASE("llama.cpp MLA cache before and after the latent-cache change", "[llam
     s.typeV = *findKvDtype("q8_0");
     CHECK(llamacpp::refusal(a, s).has_value());
 }
+
+TEST_CASE("llama.cpp compute buffer split with every layer on the GPU (LLamaSharp#1099)", "[llamacpp]")
+{
+    // https://github.com/SciSharp/LLamaSharp/issues/1099 (llama.cpp build 4701, RTX 4080 SUPER):
+    // Qwen2.5-3B Q8_0 (qwen2, 36 layers, n_embd 2048, 16 heads, 2 KV heads x 128, n_ff 11008,
+    // vocab 151,936), KV 144 MiB = 4,096 cells, flash attention off (the default of that build):
+    //   "CUDA0 compute buffer size =   300.75 MiB", "CUDA_Host compute buffer size =    12.01 MiB",
+    //   "CUDA_Host  output buffer size =     0.58 MiB"
+    Architecture a;
+    a.family = "qwen2";
+    a.layers = 36;
+    a.hiddenSize = 2048;
+    a.attentionHeads = 16;
+    a.kvHeads = 2;
+    a.headDim = 128;
+    a.intermediateSize = 11'008;
+    a.vocabSize = 151'936;
+    a.contextLength = 32'768;
+    a.tiedEmbeddings = true;
+    llamacpp::ContextSettings s;
+    s.ctxSizeTokens = 4096;
+    s.flashAttention = false;
+    s.typeK = *findKvDtype("f16");
+    s.typeV = s.typeK;
+    CHECK(llamacpp::kvCache(a, s).totalBytes().value == 144ull * kMiB);
+    const llamacpp::ComputeBill c = llamacpp::computeBuffer(a, s);
+    const double deviceMib = static_cast<double>(c.deviceBytes.value) / static_cast<double>(kMiB);
+    const double hostMib = static_cast<double>(c.hostPartBytes.value) / static_cast<double>(kMiB);
+    CHECK(deviceMib == Approx(300.75).epsilon(0.01));
+    CHECK(hostMib == Approx(12.01).epsilon(0.01));
+    CHECK(mibDouble(llamacpp::outputBufferBytes(a, s)) == "0.58");
+}

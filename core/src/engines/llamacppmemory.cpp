@@ -152,6 +152,9 @@ ComputeBill computeBuffer(const Architecture& arch, const ContextSettings& s)
         out.totalBytes = out.ffnStageBytes;
         out.binding = "ffn";
     }
+    const Bytes movedToHost = Bytes{embd} + Bytes{checkedMul(t, kF32)};
+    out.hostPartBytes = movedToHost + Bytes{masks};
+    out.deviceBytes = saturatingSub(out.totalBytes, movedToHost);
     return out;
 }
 

@@ -103,6 +103,14 @@ struct ComputeBill {
     Bytes attentionStageBytes; ///< the busiest attention layer
     Bytes ffnStageBytes;    ///< the feed-forward stage
     const char* binding = "output"; ///< "output", "attention" or "ffn"
+    /// With every layer offloaded: the device part ("CUDA0 compute buffer"): the rest, totalBytes - n_embd x T x 4 B
+    /// - T x 4 B. Checked on a public log (LLamaSharp#1099, llama.cpp b4701, Qwen2.5-3B Q8_0, -c 4096,
+    /// flash attention off: CUDA0 300.75 MiB, CUDA_Host 12.01 MiB) in tests/core/tst_llamacpp.cpp.
+    Bytes deviceBytes;
+    /// With every layer offloaded: the host part ("CUDA_Host compute buffer"): the graph inputs the
+    /// scheduler keeps on the CPU backend and the token-embedding rows get_rows produces there
+    /// (token_embd stays in host memory): n_embd x T x 4 B + the masks + positions T x 4 B.
+    Bytes hostPartBytes;
 };
 
 /// The compute buffer of @p arch under @p settings.
