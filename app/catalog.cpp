@@ -158,11 +158,17 @@ std::vector<MatrixRow> computeMatrix(const Catalog& catalog, const Selection& se
         std::vector<std::string> formats = matrixFormatIds();
         if (std::find(formats.begin(), formats.end(), selection.formatId) == formats.end())
             formats.insert(formats.begin(), selection.formatId);
+        // A model read from files also shows its own format (exact bytes), first.
+        if (const ModelProfile* model = catalog.findModel(selection.modelId); model && model->exactWeights)
+            if (std::find(formats.begin(), formats.end(), model->exactWeights->formatId) == formats.end())
+                formats.insert(formats.begin(), model->exactWeights->formatId);
         for (const std::string& f : formats)
             addRow(selection.modelId, f, f);
     } else {
-        for (const std::string& m : catalog.modelIds())
-            addRow(m, selection.formatId, m);
+        for (const std::string& m : catalog.modelIds()) {
+            const ModelProfile* model = catalog.findModel(m);
+            addRow(m, selection.formatId, model && !model->name.empty() ? model->name : m);
+        }
     }
     return rows;
 }

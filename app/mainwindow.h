@@ -1,7 +1,7 @@
 #pragma once
-// The main window: controls (model, import, formats, engine, cards, context / users /
-// micro-batch), the what-fits matrix, and the detail of one cell (memory bar, plots, bill,
-// engine comparison, probe runner). Every number shown comes from headroom_core.
+// The main window: it composes the panels (choicespanel.h, matrixpanel.h, detailpanel.h and the
+// detail's tabs), keeps the session (selection, detail cell, settings, recent imports), and owns
+// the menus, import, export and launch flags. Every number shown comes from headroom_core.
 
 #include "catalog.h"
 #include "exportactions.h"
@@ -12,21 +12,23 @@
 #include <optional>
 
 class QAction;
+class QMenu;
 class QComboBox;
 class QLabel;
-class QLineEdit;
 class QListWidget;
 class QSplitter;
 class QTabWidget;
 class QTableView;
-class QTextBrowser;
 
 namespace headroom::app {
 
 class BreakdownModel;
 class ChartsPanel;
+class ChoicesPanel;
+class DetailPanel;
 class EngineComparisonModel;
 class GpuDetector;
+class MatrixPanel;
 class MemoryBar;
 class ModelImporter;
 class ProbeBackend;
@@ -48,11 +50,11 @@ public:
     MainWindow(Catalog catalog, Options options, QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    const Selection& selection() const { return m_selection; }
+    const Selection& selection() const;
     const Catalog& catalog() const { return m_catalog; }
 
     /// The detail cell: its plan, if it could be made.
-    const std::optional<PlanResult>& detailPlan() const { return m_detailPlan; }
+    const std::optional<PlanResult>& detailPlan() const;
     std::string detailCardId() const { return m_detailCard; }
     /// Shows (model, format, card) in the detail.
     void setDetail(const std::string& modelId, const std::string& formatId, const std::string& cardId);
@@ -61,6 +63,8 @@ public:
     bool isDark() const;
     void setMatrixMode(MatrixMode mode);
     void importModel(const QString& path);
+    /// The paths imported before (most recent first, at most 8), remembered across sessions.
+    const QStringList& recentImports() const { return m_recentImports; }
     /// The matrix's plans (and the detail's when it is not in the matrix) with their requests.
     ExportState exportState() const;
     /// Writes the capacity report of exportState() to @p path (format nullopt: by the extension).
@@ -70,24 +74,27 @@ public:
     void copyLaunchFlags(LaunchEngine engine);
 
     // Widgets and models, for tests and screenshots.
-    WhatFitsModel* matrixModel() const { return m_matrix; }
-    QTableView* matrixView() const { return m_matrixView; }
-    SliderEntry* contextEntry() const { return m_context; }
-    SliderEntry* usersEntry() const { return m_users; }
-    SliderEntry* ubatchEntry() const { return m_ubatch; }
-    QComboBox* modelCombo() const { return m_modelCombo; }
-    QComboBox* formatCombo() const { return m_formatCombo; }
-    QComboBox* kvCombo() const { return m_kvCombo; }
-    QComboBox* engineCombo() const { return m_engineCombo; }
-    QListWidget* cardList() const { return m_cardList; }
-    MemoryBar* memoryBar() const { return m_bar; }
-    BreakdownModel* breakdownModel() const { return m_breakdown; }
-    EngineComparisonModel* engineModel() const { return m_engines; }
-    ChartsPanel* charts() const { return m_charts; }
-    ProbePanel* probePanel() const { return m_probePanel; }
-    QTabWidget* detailTabs() const { return m_tabs; }
-    QLabel* detailTitle() const { return m_title; }
-    QLabel* detailLimits() const { return m_limits; }
+    ChoicesPanel* choices() const { return m_choices; }
+    MatrixPanel* matrixPanel() const { return m_matrixPanel; }
+    DetailPanel* detail() const { return m_detail; }
+    WhatFitsModel* matrixModel() const;
+    QTableView* matrixView() const;
+    SliderEntry* contextEntry() const;
+    SliderEntry* usersEntry() const;
+    SliderEntry* ubatchEntry() const;
+    QComboBox* modelCombo() const;
+    QComboBox* formatCombo() const;
+    QComboBox* kvCombo() const;
+    QComboBox* engineCombo() const;
+    QListWidget* cardList() const;
+    MemoryBar* memoryBar() const;
+    BreakdownModel* breakdownModel() const;
+    EngineComparisonModel* engineModel() const;
+    ChartsPanel* charts() const;
+    ProbePanel* probePanel() const;
+    QTabWidget* detailTabs() const;
+    QLabel* detailTitle() const;
+    QLabel* detailLimits() const;
     ModelImporter* importer() const { return m_importer; }
 
 Q_SIGNALS:
@@ -101,57 +108,34 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
-    void buildControls();
-    void buildCentral();
     void buildMenus();
-    void fillModelCombo();
-    void fillCardList();
-    void syncControls();
-    void readControls();
+    void onChoice(int change);
+    void onImported(const ModelProfile& model, const QString& path);
+    void rememberImport(const QString& path);
     void refresh();
     void refreshDetail();
-    void updateContextRange();
     void loadSettings();
     void saveSettings() const;
     void exportReport();
     void openImportDialog();
+    void openImportFolderDialog();
     void sizeSplitter();
 
     Catalog m_catalog;
     Options m_options;
-    Selection m_selection;
+    Selection m_initial;
     std::string m_detailModel;
     std::string m_detailFormat;
     std::string m_detailCard;
-    std::optional<PlanResult> m_detailPlan;
-    bool m_syncing = false;
     bool m_ubatchFromSettings = false; ///< the micro-batch was restored from QSettings
+    QStringList m_recentImports;
+    QString m_pendingImport;
 
-    QComboBox* m_modelCombo = nullptr;
-    QComboBox* m_formatCombo = nullptr;
-    QComboBox* m_kvCombo = nullptr;
-    QComboBox* m_engineCombo = nullptr;
-    QComboBox* m_modeCombo = nullptr;
-    QListWidget* m_cardList = nullptr;
-    QLineEdit* m_sizeEdit = nullptr;
-    SliderEntry* m_context = nullptr;
-    SliderEntry* m_users = nullptr;
-    SliderEntry* m_ubatch = nullptr;
-    QLabel* m_importStatus = nullptr;
-
-    WhatFitsModel* m_matrix = nullptr;
-    QTableView* m_matrixView = nullptr;
-    QLabel* m_matrixCaption = nullptr;
-    QLabel* m_title = nullptr;
-    QLabel* m_limits = nullptr;
-    MemoryBar* m_bar = nullptr;
-    QTabWidget* m_tabs = nullptr;
-    ChartsPanel* m_charts = nullptr;
-    BreakdownModel* m_breakdown = nullptr;
-    EngineComparisonModel* m_engines = nullptr;
-    QTextBrowser* m_engineWhy = nullptr;
-    ProbePanel* m_probePanel = nullptr;
+    ChoicesPanel* m_choices = nullptr;
+    MatrixPanel* m_matrixPanel = nullptr;
+    DetailPanel* m_detail = nullptr;
     QAction* m_darkAction = nullptr;
+    QMenu* m_recentMenu = nullptr;
     QSplitter* m_split = nullptr;
     bool m_splitSized = false;
 

@@ -1,0 +1,123 @@
+#include "detailpanel.h"
+
+#include "billpanel.h"
+#include "breakdownmodel.h"
+#include "chartspanel.h"
+#include "choicespanel.h"
+#include "enginespanel.h"
+#include "formatting.h"
+#include "memorybar.h"
+#include "probepanel.h"
+
+#include <QLabel>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+namespace headroom::app {
+
+QString verdictText(const PlanResult& p)
+{
+    const Verdict& v = p.verdict;
+    const std::string label = fitStateLabel(v.state);
+    QString reason = QString::fromStdString(v.reason);
+    if (reason.startsWith(QString::fromStdString(label + ": ")))
+        reason = reason.mid(static_cast<qsizetype>(label.size()) + 2);
+    QString text = QStringLiteral("<b>%1</b>: %2.").arg(QString::fromStdString(label).toHtmlEscaped(), reason.toHtmlEscaped());
+    if (v.state != FitState::DoesNotFit || v.limit == FitLimit::EngineRefusesToStart)
+        text += QStringLiteral(" Max context for %1: <b>%2</b>; max users at %3 tokens: <b>%4</b>; max resident tokens: <b>%5</b> "
+                               "(%6 B/token).")
+                    .arg(QString::fromStdString(p.users == 1 ? "1 user" : thousands(p.users).toStdString() + " users"),
+                         thousands(p.maxContext.value_or(0)), thousands(p.contextTokens), thousands(p.maxUsers.value_or(0)),
+                         thousands(p.maxResidentTokens), thousands(p.kvBytesPerToken.value));
+    text += QStringLiteral(" Weights %1, KV budget %2.").arg(bytesText(p.weightsBytes), bytesText(p.kvBudgetBytes));
+    return text;
+}
+
+DetailPanel::DetailPanel(std::shared_ptr<ProbeBackend> probeBackend, QWidget* parent) : QWidget(parent)
+{
+    m_title = new QLabel;
+    QFont tf = m_title->font();
+    tf.setBold(true);
+    tf.setPointSizeF(tf.pointSizeF() * 1.1);
+    m_title->setFont(tf);
+    m_title->setWordWrap(true);
+    m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_limits = new QLabel;
+    m_limits->setWordWrap(true);
+    m_limits->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_bar = new MemoryBar;
+
+    m_tabs = new QTabWidget;
+    m_charts = new ChartsPanel;
+    m_tabs->addTab(m_charts, QStringLiteral("&Plots"));
+    m_bill = new BillPanel;
+    m_tabs->addTab(m_bill, QStringLiteral("Memory &bill"));
+    m_engines = new EnginesPanel;
+    m_tabs->addTab(m_engines, QStringLiteral("E&ngines compared"));
+    m_probes = new ProbePanel(std::move(probeBackend));
+    m_tabs->addTab(m_probes, QStringLiteral("Pr&obes"));
+    connect(m_probes, &ProbePanel::measuredSpeed, this, [this](const std::vector<std::pair<std::uint64_t, double>>& points) {
+        std::vector<MeasuredSpeed> m;
+        for (const auto& [batch, tps] : points)
+            m.push_back({batch, tps});
+        m_charts->setMeasured(std::move(m));
+    });
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 4, 6, 6);
+    layout->addWidget(m_title);
+    layout->addWidget(m_limits);
+    layout->addWidget(m_bar);
+    layout->addWidget(m_tabs, 1);
+}
+
+void DetailPanel::showNoPlan(const QString& why)
+{
+    m_title->setText(QStringLiteral("No detail: %1").arg(why));
+    m_limits->clear();
+    m_bar->setSegments({}, Bytes{});
+    m_bill->clear();
+    m_engines->clear();
+    m_probes->clearPlan();
+}
+
+void DetailPanel::setCell(const Catalog& catalog, const Selection& selection, const std::string& modelId,
+                          const std::string& formatId, const std::string& cardId)
+{
+    m_plan.reset();
+    const std::uint64_t users = selection.users;
+    const std::uint64_t context = selection.contextTokens;
+    std::vector<CardPlan> cardPlans;
+    for (const std::string& id : selection.cardIds)
+        if (auto p = planFor(catalog, selection, modelId, formatId, id))
+            cardPlans.push_back({*catalog.findCard(id), std::move(*p)});
+    m_charts->setPlans(std::move(cardPlans), users, context);
+    if (cardId.empty()) {
+        showNoPlan(QStringLiteral("no card chosen"));
+        return;
+    }
+    auto plan = planFor(catalog, selection, modelId, formatId, cardId);
+    if (!plan) {
+        showNoPlan(QString::fromStdString(plan.error()));
+        return;
+    }
+    m_plan = *plan;
+    const PlanResult& p = *plan;
+    const Card* card = catalog.findCard(cardId);
+    const EnginePolicy* engine = catalog.findEngine(selection.engineId);
+    const ModelProfile* model = catalog.findModel(modelId);
+    m_title->setText(QStringLiteral("%1 in %2 with %3 KV on %4 under %5")
+                         .arg(model ? modelLabel(*model) : QString::fromStdString(p.modelId), QString::fromStdString(p.formatId),
+                              QString::fromStdString(p.kvDtypeId), cardLabel(*card),
+                              engine ? QString::fromStdString(engine->name) : QString::fromStdString(p.engineId)));
+    m_title->setToolTip(model ? QString::fromStdString(model->source) : QString());
+    m_limits->setText(verdictText(p));
+    m_limits->setToolTip(QString::fromStdString(p.reason));
+    m_bill->setPlan(p, users, context);
+    m_bar->setSegments(m_bill->breakdown()->segments(), p.cardTotalBytes);
+    m_engines->setRows(compareEngines(catalog, selection, modelId, formatId, cardId));
+    if (auto request = requestFor(catalog, selection, modelId, formatId, cardId))
+        m_probes->setPlan(p, *request);
+}
+
+} // namespace headroom::app

@@ -1,0 +1,100 @@
+#include "matrixpanel.h"
+
+#include "choicespanel.h"
+#include "formatting.h"
+#include "whatfitsmodel.h"
+
+#include "headroom/core/verdict.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QSignalBlocker>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace headroom::app {
+
+QString matrixCaption(const Catalog& catalog, const Selection& s)
+{
+    const EnginePolicy* engine = catalog.findEngine(s.engineId);
+    const QString caption = QString::fromStdString(headlineCaption(HeadlineKind::MaxContextPerUser, s.users, s.contextTokens));
+    return QStringLiteral("<b>What fits</b>: %1 (asked: %2 tokens each), %3 KV, %4. "
+                          "<span style='background:%5'>&nbsp;fits&nbsp;</span> "
+                          "<span style='background:%6'>&nbsp;fits with less (the limit in brackets)&nbsp;</span> "
+                          "<span style='background:%7'>&nbsp;does not fit&nbsp;</span>")
+        .arg(caption.toHtmlEscaped(), thousands(s.contextTokens), QString::fromStdString(s.kvDtypeId),
+             engine ? QString::fromStdString(engine->name) : QString(), fitColor(Fit::Reaches).name(),
+             fitColor(Fit::Short).name(), fitColor(Fit::NoRoom).name());
+}
+
+MatrixPanel::MatrixPanel(QWidget* parent) : QWidget(parent)
+{
+    m_model = new WhatFitsModel(this);
+    m_view = new QTableView;
+    m_proxy = new QSortFilterProxyModel(this);
+    m_proxy->setSourceModel(m_model);
+    m_proxy->setSortRole(WhatFitsModel::RawRole);
+    m_view->setModel(m_proxy);
+    m_view->setSortingEnabled(false);
+    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectItems);
+    m_view->verticalHeader()->hide();
+    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_view->horizontalHeader()->setSectionResizeMode(WhatFitsModel::Name, QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setSectionResizeMode(WhatFitsModel::Weights, QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setDefaultAlignment(Qt::Alignment(Qt::AlignCenter | Qt::TextWordWrap));
+    m_view->setWordWrap(false);
+    m_view->setTextElideMode(Qt::ElideRight);
+    m_view->setAccessibleName(QStringLiteral("What fits"));
+    m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
+    m_caption = new QLabel;
+    m_caption->setWordWrap(true);
+    m_caption->setToolTip(QStringLiteral("\"no: weights X > Y\": the weights alone exceed Y, the memory the engine lets "
+                                         "the model use on that card (its usable bytes). Hover a cell for the whole reason."));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 0);
+    layout->addWidget(m_caption);
+    layout->addWidget(m_view, 1);
+
+    const auto onCell = [this](const QModelIndex& proxyIndex) {
+        const QModelIndex index = m_proxy->mapToSource(proxyIndex);
+        if (const MatrixRow* row = m_model->row(index.row()))
+            Q_EMIT cellChosen(row->modelId, row->formatId, m_model->cardId(index.column()));
+    };
+    connect(m_view, &QTableView::clicked, this, onCell);
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this, onCell);
+}
+
+void MatrixPanel::setSelection(const Catalog& catalog, const Selection& selection)
+{
+    std::vector<QString> labels;
+    for (const std::string& id : selection.cardIds)
+        labels.push_back(cardLabel(*catalog.findCard(id)));
+    m_model->setMatrix(computeMatrix(catalog, selection), selection.cardIds, labels, selection.contextTokens);
+    m_caption->setText(matrixCaption(catalog, selection));
+    // Two lines of header when the cards are many, so that their names stay readable.
+    const int lines = selection.cardIds.size() > 4 ? 2 : 1;
+    m_view->horizontalHeader()->setMinimumHeight(lines * m_view->fontMetrics().height() + 10);
+}
+
+void MatrixPanel::showCurrent(const std::string& modelId, const std::string& formatId, const std::string& cardId)
+{
+    const QModelIndex current = m_proxy->mapFromSource(m_model->find(modelId, formatId, cardId));
+    {
+        const QSignalBlocker block(m_view->selectionModel());
+        m_view->selectionModel()->setCurrentIndex(current, QItemSelectionModel::ClearAndSelect);
+    }
+    if (current.isValid())
+        m_view->scrollTo(current);
+}
+
+int MatrixPanel::preferredHeight() const
+{
+    const int rows = std::max(m_model->rowCount(), 4);
+    return m_caption->sizeHint().height() + m_view->horizontalHeader()->height()
+        + rows * m_view->verticalHeader()->defaultSectionSize() + 16;
+}
+
+} // namespace headroom::app
