@@ -153,10 +153,73 @@ void BM_Gemv(benchmark::State& state) {
     state.SetLabel(std::string(hk::cpuUsesAvx2() ? "avx2 " : "portable ") + std::to_string(m.storageBytes()) + " B");
 }
 
+/// Decode attention over one sequence of T tokens per KV head, Qwen2.5-0.5B's heads (H = 14,
+/// H_kv = 2, D = 64); Args: tokens T, paged (0/1), threads (0 = all). Bytes: K and V read once.
+void BM_Attention(benchmark::State& state) {
+    const auto tokens = static_cast<std::uint32_t>(state.range(0));
+    const bool paged = state.range(1) != 0;
+    const auto threads = static_cast<unsigned>(state.range(2));
+    constexpr std::uint32_t H = 14, Hkv = 2, D = 64, blockTokens = hk::kDefaultKvBlockTokens;
+    const double cRead = readBandwidth();
+    std::mt19937 rng(11);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<std::uint16_t> q(H * D), k(std::uint64_t{Hkv} * tokens * D), v(k.size());
+    for (auto* buf : {&q, &k, &v})
+        for (auto& x : *buf)
+            x = fmt::floatToHalf(dist(rng));
+    const std::uint32_t blocks = (tokens + blockTokens - 1) / blockTokens;
+    std::vector<std::int32_t> table(blocks), seqLens{static_cast<std::int32_t>(tokens)};
+    for (std::uint32_t i = 0; i < blocks; ++i)
+        table[i] = static_cast<std::int32_t>((i * 7919u) % blocks); // scattered blocks
+    std::vector<std::uint16_t> kPool(std::uint64_t{blocks} * Hkv * blockTokens * D), vPool(kPool.size());
+    for (std::uint32_t h = 0; h < Hkv; ++h)
+        for (std::uint32_t t = 0; t < tokens; ++t) {
+            const std::uint64_t src = (std::uint64_t{h} * tokens + t) * D;
+            const std::uint64_t dst = ((std::uint64_t(table[t / blockTokens]) * Hkv + h) * blockTokens + t % blockTokens) * D;
+            std::copy_n(k.begin() + src, D, kPool.begin() + dst);
+            std::copy_n(v.begin() + src, D, vPool.begin() + dst);
+        }
+    std::vector<float> out(H * D);
+    hk::DecodeAttentionArgs a;
+    a.batch = 1;
+    a.numHeads = H;
+    a.numKvHeads = Hkv;
+    a.headDim = D;
+    a.q = q.data();
+    a.seqLens = seqLens.data();
+    a.out = out.data();
+    if (paged) {
+        a.layout = hk::KvLayout::Paged;
+        a.k = kPool.data();
+        a.v = vPool.data();
+        a.blockTable = table.data();
+        a.maxBlocksPerSeq = blocks;
+        a.blockTokens = blockTokens;
+        a.numBlocks = blocks;
+    } else {
+        a.layout = hk::KvLayout::Contiguous;
+        a.k = k.data();
+        a.v = v.data();
+        a.maxTokens = tokens;
+    }
+    for (auto _ : state) {
+        if (hk::decodeAttentionCpu(a, {threads}) != hk::Status::Ok)
+            state.SkipWithError("decodeAttentionCpu failed");
+        benchmark::ClobberMemory();
+    }
+    const double bytes = 2.0 * double(k.size()) * 2;
+    state.counters["bytes_per_second"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["fraction_of_C_read"] = benchmark::Counter(bytes / cRead, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 const char* const kFormatNames[] = {"fp16", "int8-tensor", "int8-row", "int8-g128",
                                     "int4-tensor", "int4-row", "int4-g128", "nf4-b64"};
 
 void registerAll() {
+    for (const int paged : {0, 1})
+        benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") + (paged ? "paged" : "contiguous")).c_str(),
+                                     BM_Attention)
+            ->Args({32768, paged, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
     for (int f = 0; f <= static_cast<int>(Format::Nf4B64); ++f)
         benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1").c_str(), BM_Gemv)
             ->Args({f, 1, 0})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
+#include <map>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -52,18 +54,27 @@ extern "C" void onInterrupt(int)
     g_interrupted.store(true);
 }
 
-/// A progress bar on stderr, redrawn at most every 100 ms, only when stderr is a terminal.
-/// Ctrl-C cancels the running probe (it stops within a second) and then the run.
+/// Progress on stderr: on a terminal a bar redrawn at most every 100 ms; otherwise one line per
+/// stage that changed, at most one a second (with the elapsed seconds), so that logs show where
+/// the time went. Ctrl-C cancels the running probe (it stops within a second) and then the run.
 class TerminalProgress final : public ProbeProgress {
 public:
-    TerminalProgress() : m_tty(::isatty(STDERR_FILENO) == 1) {}
+    TerminalProgress() : m_tty(::isatty(STDERR_FILENO) == 1), m_start(std::chrono::steady_clock::now()) {}
     ~TerminalProgress() override { finish(); }
 
     void report(double fraction, std::string_view stage) override
     {
-        if (!m_tty)
-            return;
         const auto now = std::chrono::steady_clock::now();
+        if (!m_tty) {
+            if (stage == m_lastStage || (now - m_last < std::chrono::seconds(1) && fraction < 1.0))
+                return;
+            m_last = now;
+            m_lastStage = std::string(stage);
+            std::fprintf(stderr, "probe: %5.1f s %3d%% %s\n", std::chrono::duration<double>(now - m_start).count(),
+                         static_cast<int>(fraction * 100 + 0.5), m_lastStage.c_str());
+            std::fflush(stderr);
+            return;
+        }
         if (now - m_last < std::chrono::milliseconds(100) && fraction < 1.0)
             return;
         m_last = now;
@@ -90,7 +101,9 @@ public:
 private:
     bool m_tty;
     bool m_drawn = false;
+    std::chrono::steady_clock::time_point m_start;
     std::chrono::steady_clock::time_point m_last{};
+    std::string m_lastStage;
 };
 
 /// A JSON value as one table cell.
@@ -128,6 +141,15 @@ std::string valueText(const ProbeValue& value)
     return std::get<RawJson>(value).text;
 }
 
+/// The verdict as the table shows it: PASS, FAIL, NOT SUPPORTED, CANCELLED, MEASURED.
+std::string verdictText(ProbeVerdict verdict)
+{
+    std::string text = probeVerdictName(verdict);
+    for (char& c : text)
+        c = c == '-' ? ' ' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return text;
+}
+
 void printReport(const ProbeReport& report, const ModelInputs& inputs, std::ostream& out)
 {
     const DeviceSummary& d = report.device;
@@ -146,7 +168,7 @@ void printReport(const ProbeReport& report, const ModelInputs& inputs, std::ostr
     t.addColumn("result");
     t.addColumn("summary");
     for (const ProbeResult& r : report.results)
-        t.addRow({r.probe, r.cancelled ? "CANCELLED" : !r.supported ? "NOT SUPPORTED" : r.pass ? "PASS" : "FAIL", r.summary});
+        t.addRow({r.probe, verdictText(r.verdict()), r.summary});
     t.print(out, "  ");
 
     for (const ProbeResult& r : report.results) {
@@ -187,7 +209,16 @@ void printReport(const ProbeReport& report, const ModelInputs& inputs, std::ostr
         for (const std::string& n : r.notes)
             out << "  note: " << n << '\n';
     }
-    out << '\n' << (report.allPassed() ? "all probes passed" : "some probes did not pass") << '\n';
+    std::map<ProbeVerdict, int> counts;
+    for (const ProbeResult& r : report.results)
+        ++counts[r.verdict()];
+    out << '\n';
+    const char* sep = "";
+    for (const auto& [verdict, n] : counts) {
+        out << sep << n << ' ' << probeVerdictName(verdict);
+        sep = ", ";
+    }
+    out << (report.allPassed() ? " (no probe failed)" : " (a probe failed)") << '\n';
 }
 
 void runProbeCommand(const ProbeOptions& o, CliContext& ctx, CLI::App* cmd)

@@ -32,6 +32,19 @@ Status validate(const GemvArgs& args) {
     return Status::Ok;
 }
 
+Status validate(const KvAppendArgs& args) {
+    if (args.batch == 0 || args.numKvHeads == 0 || args.headDim == 0)
+        return Status::InvalidArgument;
+    if (!args.kNew || !args.vNew || !args.seqLens || !args.k || !args.v)
+        return Status::InvalidArgument;
+    if (args.layout == KvLayout::Contiguous && args.maxTokens == 0)
+        return Status::InvalidArgument;
+    if (args.layout == KvLayout::Paged &&
+        (!args.blockTable || args.maxBlocksPerSeq == 0 || args.blockTokens == 0 || args.numBlocks == 0))
+        return Status::InvalidArgument;
+    return Status::Ok;
+}
+
 Status validate(const DecodeAttentionArgs& args) {
     if (args.batch == 0 || args.numHeads == 0 || args.numKvHeads == 0 || args.headDim == 0)
         return Status::InvalidArgument;

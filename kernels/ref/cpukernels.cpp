@@ -51,12 +51,240 @@ inline void nf4Decode8(const std::uint8_t* bytes, const float* levels, float* lo
     _mm256_storeu_ps(lo, nf4Lookup(_mm256_and_si256(codes, _mm256_set1_epi32(15)), t0, t1));
     _mm256_storeu_ps(hi, nf4Lookup(_mm256_srli_epi32(codes, 4), t0, t1));
 }
+/// exp of 8 floats in place: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by a degree-6 polynomial
+/// (Cephes expf coefficients), times 2^n through the exponent bits; relative error ~2e-7 for
+/// x in [-87, 88], 0 below (the softmax only takes exp of x <= 0).
+inline void exp8(float* x) {
+    __m256 v = _mm256_loadu_ps(x);
+    v = _mm256_min_ps(v, _mm256_set1_ps(88.0f));
+    const __m256 tooSmall = _mm256_cmp_ps(v, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), v);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256 result = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    _mm256_storeu_ps(x, _mm256_andnot_ps(tooSmall, result));
+}
 #define HEADROOM_DECODE_HALF8(src, dst)                                                                                \
     _mm256_storeu_ps((dst), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))))
 #define HEADROOM_NF4_DECODE8(bytes, levels, lo, hi) nf4Decode8((bytes), (levels), (lo), (hi))
+#define HEADROOM_EXP8(x) exp8(x)
 #include "cpuloops.inc"
 #undef HEADROOM_DECODE_HALF8
 #undef HEADROOM_NF4_DECODE8
+#undef HEADROOM_EXP8
+
+/// Horizontal sum of 8 floats.
+inline float hsum(__m256 v) {
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+/// q . k over @p vectors x 8 floats (two accumulators).
+inline float dot8(const float* q, const float* k, std::uint32_t vectors) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    std::uint32_t i = 0;
+    for (; i + 2 <= vectors; i += 2) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8 * i), _mm256_loadu_ps(k + 8 * i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8 * i + 8), _mm256_loadu_ps(k + 8 * i + 8), a1);
+    }
+    if (i < vectors)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8 * i), _mm256_loadu_ps(k + 8 * i), a0);
+    return hsum(_mm256_add_ps(a0, a1));
+}
+
+/// acc[0 .. 8 NV) += sum_i p[i] * rows[i][0 .. 8 NV) over @p n rows of @p stride floats, with
+/// the NV accumulators in registers for the whole tile.
+template <int NV>
+inline void weightedSum(float* acc, const float* p, const float* rows, std::uint32_t n, std::uint32_t stride) {
+    __m256 a[NV];
+    for (int j = 0; j < NV; ++j)
+        a[j] = _mm256_loadu_ps(acc + 8 * j);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const __m256 w = _mm256_set1_ps(p[i]);
+        const float* r = rows + std::uint64_t{i} * stride;
+        for (int j = 0; j < NV; ++j)
+            a[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(r + 8 * j), a[j]);
+    }
+    for (int j = 0; j < NV; ++j)
+        _mm256_storeu_ps(acc + 8 * j, a[j]);
+}
+
+/// weightedSum over D = 8 x vectors floats in chunks of at most 64.
+inline void weightedSumAll(float* acc, const float* p, const float* rows, std::uint32_t n, std::uint32_t D) {
+    std::uint32_t d0 = 0;
+    for (; d0 + 64 <= D; d0 += 64)
+        weightedSum<8>(acc + d0, p, rows + d0, n, D);
+    switch ((D - d0) / 8) {
+    case 7: weightedSum<7>(acc + d0, p, rows + d0, n, D); break;
+    case 6: weightedSum<6>(acc + d0, p, rows + d0, n, D); break;
+    case 5: weightedSum<5>(acc + d0, p, rows + d0, n, D); break;
+    case 4: weightedSum<4>(acc + d0, p, rows + d0, n, D); break;
+    case 3: weightedSum<3>(acc + d0, p, rows + d0, n, D); break;
+    case 2: weightedSum<2>(acc + d0, p, rows + d0, n, D); break;
+    case 1: weightedSum<1>(acc + d0, p, rows + d0, n, D); break;
+    default: break;
+    }
+}
+
+/// y[b][r] for R rows x BT batch rows over @p vectors x 8 columns: the R x BT accumulators stay
+/// in registers for the whole row (the register-blocked micro-kernel of a GEMM); @p w: R decoded
+/// rows of @p ldw floats; @p x: BT activation rows of @p ldx floats.
+template <int R, int BT>
+inline void microKernel(const float* w, std::uint64_t ldw, const float* x, std::uint64_t ldx, std::uint32_t vectors,
+                        float out[R][BT]) {
+    __m256 acc[R][BT];
+    for (int r = 0; r < R; ++r)
+        for (int b = 0; b < BT; ++b)
+            acc[r][b] = _mm256_setzero_ps();
+    for (std::uint32_t j = 0; j < vectors; ++j) {
+        __m256 wv[R];
+        for (int r = 0; r < R; ++r)
+            wv[r] = _mm256_loadu_ps(w + r * ldw + 8 * j);
+        for (int b = 0; b < BT; ++b) {
+            const __m256 xv = _mm256_loadu_ps(x + b * ldx + 8 * j);
+            for (int r = 0; r < R; ++r)
+                acc[r][b] = _mm256_fmadd_ps(wv[r], xv, acc[r][b]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int b = 0; b < BT; ++b)
+            out[r][b] = hsum(acc[r][b]);
+}
+
+/// Rows [begin, end) of y = x W^T for B >= 2 with whole chunks (the chunked layouts): each block
+/// of 3 rows is decoded once into fp32 (chunk order), then multiplied with every batch row in
+/// register tiles of 3 rows x 4 batch rows; tail columns past the last chunk as gemvRows does.
+inline void gemmRows(const GemvArgs& args, const float* xNat, const float* xChunk, std::uint64_t begin, std::uint64_t end) {
+    constexpr int R = 3, BT = 4;
+    const WeightMatrix& w = args.weights;
+    const fmt::QuantLayout layout = w.layout;
+    const std::uint32_t K = w.cols;
+    const std::uint32_t B = args.batch;
+    const std::uint64_t stride = fmt::rowBytes(layout, K);
+    const std::uint32_t fullChunks = K / kChunk;
+    const std::uint32_t chunkCols = fullChunks * kChunk;
+    const std::uint32_t vectors = chunkCols / 8;
+    std::vector<float> wbuf(std::uint64_t{R} * chunkCols);
+    std::vector<float> sums(std::uint64_t{R} * B);
+    for (std::uint64_t n0 = begin; n0 < end; n0 += R) {
+        const int rows = static_cast<int>(std::min<std::uint64_t>(R, end - n0));
+        for (int r = 0; r < rows; ++r) {
+            const std::uint64_t n = n0 + static_cast<std::uint64_t>(r);
+            const std::uint8_t* row = w.data + n * stride;
+            const std::uint16_t* scales = w.scales ? w.scales + fmt::rowScaleOffset(layout, n, K) : nullptr;
+            for (std::uint32_t c = 0; c < fullChunks; ++c) {
+                const std::uint32_t k0 = c * kChunk;
+                const float scale = scales ? fmt::halfToFloat(scales[fmt::scaleIndexInRow(layout, k0)]) : 1.0f;
+                decodeChunk(layout, row, scale, k0, wbuf.data() + std::uint64_t{static_cast<std::uint32_t>(r)} * chunkCols + k0);
+            }
+        }
+        for (int r = rows; r < R; ++r) // unused rows of the last block multiply zeros
+            std::fill_n(wbuf.data() + std::uint64_t{static_cast<std::uint32_t>(r)} * chunkCols, chunkCols, 0.0f);
+        std::uint32_t b0 = 0;
+        for (; b0 + BT <= B; b0 += BT) {
+            float out[R][BT];
+            microKernel<R, BT>(wbuf.data(), chunkCols, xChunk + std::uint64_t{b0} * chunkCols, chunkCols, vectors, out);
+            for (int r = 0; r < R; ++r)
+                for (int b = 0; b < BT; ++b)
+                    sums[static_cast<std::uint64_t>(r) * B + b0 + static_cast<std::uint32_t>(b)] = out[r][b];
+        }
+        for (; b0 < B; ++b0) {
+            float out[R][1];
+            microKernel<R, 1>(wbuf.data(), chunkCols, xChunk + std::uint64_t{b0} * chunkCols, chunkCols, vectors, out);
+            for (int r = 0; r < R; ++r)
+                sums[static_cast<std::uint64_t>(r) * B + b0] = out[r][0];
+        }
+        for (int r = 0; r < rows; ++r) {
+            const std::uint64_t n = n0 + static_cast<std::uint64_t>(r);
+            const std::uint8_t* row = w.data + n * stride;
+            const std::uint16_t* scales = w.scales ? w.scales + fmt::rowScaleOffset(layout, n, K) : nullptr;
+            for (std::uint32_t b = 0; b < B; ++b) {
+                float sum = sums[static_cast<std::uint64_t>(r) * B + b];
+                for (std::uint32_t k = chunkCols; k < K; ++k)
+                    sum += fmt::loadWeight(layout, row, scales, k) * xNat[std::uint64_t{b} * K + k];
+                const std::uint64_t at = std::uint64_t{b} * w.rows + n;
+                if (args.yType == OutputType::Fp32)
+                    static_cast<float*>(args.y)[at] = sum;
+                else
+                    static_cast<std::uint16_t*>(args.y)[at] = fmt::floatToHalf(sum);
+            }
+        }
+    }
+}
+
+/// attentionPairs for D a multiple of 8: the same tiles and online softmax, with the score dots
+/// and the weighted V sum in AVX2 registers (the V accumulators stay in registers over a tile).
+inline void attentionPairs8(const DecodeAttentionArgs& args, std::uint64_t begin, std::uint64_t end) {
+    const std::uint32_t D = args.headDim;
+    const std::uint32_t G = args.numHeads / args.numKvHeads;
+    const std::uint32_t vectors = D / 8;
+    const float scale = args.effectiveScale();
+    std::vector<float> q(std::uint64_t{G} * D), acc(std::uint64_t{G} * D);
+    std::vector<float> rows(std::uint64_t{kAttentionTile} * D);
+    std::vector<float> scores(std::uint64_t{G} * kAttentionTile);
+    std::vector<float> maxScore(G), sum(G);
+    for (std::uint64_t pair = begin; pair < end; ++pair) {
+        const auto b = static_cast<std::uint32_t>(pair / args.numKvHeads);
+        const auto kvHead = static_cast<std::uint32_t>(pair % args.numKvHeads);
+        const std::uint32_t tokens = static_cast<std::uint32_t>(args.seqLens[b]);
+        decodeHalves(args.q + (std::uint64_t{b} * args.numHeads + std::uint64_t{kvHead} * G) * D, q.data(), G * D);
+        for (float& x : q)
+            x *= scale;
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        std::fill(maxScore.begin(), maxScore.end(), -std::numeric_limits<float>::infinity());
+        std::fill(sum.begin(), sum.end(), 0.0f);
+        for (std::uint32_t t0 = 0; t0 < tokens; t0 += kAttentionTile) {
+            const std::uint32_t n = std::min(kAttentionTile, tokens - t0);
+            for (std::uint32_t i = 0; i < n; ++i)
+                decodeHalves(detail::kvRow(args, args.k, b, kvHead, t0 + i), rows.data() + std::uint64_t{i} * D, D);
+            for (std::uint32_t g = 0; g < G; ++g) {
+                float* sc = scores.data() + std::uint64_t{g} * kAttentionTile;
+                const float* qg = q.data() + std::uint64_t{g} * D;
+                float tileMax = -std::numeric_limits<float>::infinity();
+                for (std::uint32_t i = 0; i < n; ++i) {
+                    sc[i] = dot8(qg, rows.data() + std::uint64_t{i} * D, vectors);
+                    tileMax = std::max(tileMax, sc[i]);
+                }
+                const float newMax = std::max(maxScore[g], tileMax);
+                if (newMax > maxScore[g]) {
+                    const float correction = std::exp(maxScore[g] - newMax);
+                    float* a = acc.data() + std::uint64_t{g} * D;
+                    for (std::uint32_t d = 0; d < D; ++d)
+                        a[d] *= correction;
+                    sum[g] *= correction;
+                    maxScore[g] = newMax;
+                }
+                for (std::uint32_t i = 0; i < n; ++i)
+                    sc[i] -= newMax;
+                expInPlace(sc, n);
+                float tileSum = 0.0f;
+                for (std::uint32_t i = 0; i < n; ++i)
+                    tileSum += sc[i];
+                sum[g] += tileSum;
+            }
+            for (std::uint32_t i = 0; i < n; ++i)
+                decodeHalves(detail::kvRow(args, args.v, b, kvHead, t0 + i), rows.data() + std::uint64_t{i} * D, D);
+            for (std::uint32_t g = 0; g < G; ++g)
+                weightedSumAll(acc.data() + std::uint64_t{g} * D, scores.data() + std::uint64_t{g} * kAttentionTile, rows.data(), n, D);
+        }
+        for (std::uint32_t g = 0; g < G; ++g) {
+            float* out = args.out + (std::uint64_t{b} * args.numHeads + std::uint64_t{kvHead} * G + g) * D;
+            const float inv = 1.0f / sum[g];
+            for (std::uint32_t d = 0; d < D; ++d)
+                out[d] = acc[std::uint64_t{g} * D + d] * inv;
+        }
+    }
+}
 } // namespace avx2
 #pragma GCC pop_options
 #endif
@@ -101,7 +329,10 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
     detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
 #if HEADROOM_CPU_X86
         if (useAvx2) {
-            avx2::gemvRows(args, xNat.data(), xChunk.data(), begin, end);
+            if (args.batch >= 2 && chunked && chunkCols > 0)
+                avx2::gemmRows(args, xNat.data(), xChunk.data(), begin, end);
+            else
+                avx2::gemvRows(args, xNat.data(), xChunk.data(), begin, end);
             return;
         }
 #endif
@@ -125,7 +356,10 @@ Status decodeAttentionCpu(const DecodeAttentionArgs& args, CpuOptions options) {
                         [&](std::uint64_t begin, std::uint64_t end) {
 #if HEADROOM_CPU_X86
                             if (useAvx2) {
-                                avx2::attentionPairs(args, begin, end);
+                                if (args.headDim % 8 == 0)
+                                    avx2::attentionPairs8(args, begin, end);
+                                else
+                                    avx2::attentionPairs(args, begin, end);
                                 return;
                             }
 #endif

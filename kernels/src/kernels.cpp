@@ -10,6 +10,7 @@
 #include "attention.cuh"
 #include "device.cuh"
 #include "gemv.cuh"
+#include "kvappend.cuh"
 #endif
 
 namespace headroom::kernels {
@@ -95,6 +96,34 @@ Status decodeAttention(Backend backend, const DecodeAttentionArgs& args, [[maybe
     case Backend::Cuda:
 #if HEADROOM_HAVE_CUDA
         return cuda::decodeAttention(args, static_cast<cudaStream_t>(stream));
+#else
+        return Status::NoDevice;
+#endif
+    }
+    return Status::InvalidArgument;
+}
+
+Status appendKv(Backend backend, const KvAppendArgs& args, [[maybe_unused]] void* stream) {
+    switch (backend) {
+    case Backend::CpuRef:
+    case Backend::Cpu: return appendKvCpu(args);
+    case Backend::Cuda:
+#if HEADROOM_HAVE_CUDA
+        return cuda::appendKv(args, static_cast<cudaStream_t>(stream));
+#else
+        return Status::NoDevice;
+#endif
+    }
+    return Status::InvalidArgument;
+}
+
+Status floatToHalf(Backend backend, const float* in, std::uint16_t* out, std::size_t count, [[maybe_unused]] void* stream) {
+    switch (backend) {
+    case Backend::CpuRef:
+    case Backend::Cpu: return floatToHalfCpu(in, out, count);
+    case Backend::Cuda:
+#if HEADROOM_HAVE_CUDA
+        return cuda::floatToHalf(in, out, count, static_cast<cudaStream_t>(stream));
 #else
         return Status::NoDevice;
 #endif

@@ -80,7 +80,7 @@ ProbeResult runAllocationProbe(Device& device, const ModelInputs& inputs, ProbeP
     progress.report(1.0, "allocated");
     r.notes.push_back("weights: every tensor of listTensors in its packed layout (tensorBytes), filled with a synthetic "
                       "pattern; KV: per layer K and V of users x ceil(context / 16) x 16 cells (16-token blocks)");
-    r.pass = measured == predicted;
+    r.setVerdict(allocationVerdict(measured, predicted));
     r.summary = (r.pass ? "allocator counted exactly the formula's " : "allocator counted " + formatThousands(measured)
                      + " B against the formula's ")
         + formatThousands(predicted) + " B (weights " + formatBytes(Bytes{weights}) + " + KV " + formatBytes(Bytes{kv}) + " for "

@@ -22,12 +22,18 @@ namespace {
 /// Largest block count whose token count still fits the kernels' int32 sequence lengths.
 constexpr std::uint64_t kMaxBlocks = (std::uint64_t{1} << 31) / kProbeBlockTokens - 1;
 
+/// One allocation trial of the search.
 struct Trial {
-    std::uint64_t blocks = 0;
-    bool ran = false;
-    double stepMs = 0;
+    std::uint64_t blocks = 0; ///< KV blocks the trial holds in all (pool + extra)
+    bool extra = false;       ///< an extra allocation on top of the resident pool (no re-touching of the pool)
+    bool allocated = false;
     std::string error;
 };
+
+std::string tokensText(std::uint64_t blocks)
+{
+    return formatThousands(blocks * kProbeBlockTokens) + " tokens";
+}
 
 } // namespace
 
@@ -47,6 +53,8 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
     Bytes budget;
     if (budgetArg) {
         budget = *budgetArg;
+        if (std::string why = budgetRefusal(spec.kind, budget, info->freeBytes); !why.empty())
+            return failedResult("limit", why);
     } else {
         // Budget from free, never from total; keep the 1,024 MiB safety margin (gpus.md §6.4).
         budget = saturatingSub(info->freeBytes, Bytes{1024ull << 20});
@@ -69,158 +77,189 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
     r.set("weights_bytes", weightsFormula);
     r.set("workspace_bytes", scratch.total());
     r.set("kv_bytes_per_token", layout.bytesPerToken().value);
+    r.set("block_tokens", kProbeBlockTokens);
     r.set("predicted_tokens", predictedTokens);
     r.set("predicted_blocks", predictedBlocks);
 
     ModelOnDevice model(device, inputs);
-    if (auto s = model.allocateWeights(progress, 0.02, 0.3); !s) {
+    const auto nothingFits = [&](const std::string& what, const DeviceError& e) {
         r.set("verified_tokens", std::uint64_t{0});
         r.set("verified_blocks", std::uint64_t{0});
-        r.pass = predictedTokens == 0;
-        r.summary = "weights do not fit the budget: " + s.error().message;
+        r.setVerdict(limitVerdict(0, predictedTokens, kProbeBlockTokens, 0, 0));
+        r.summary = what + " do not fit the budget: " + e.message;
         return r;
-    }
-    if (auto s = model.allocateScratch(blockBound); !s) {
-        r.set("verified_tokens", std::uint64_t{0});
-        r.set("verified_blocks", std::uint64_t{0});
-        r.pass = predictedTokens == 0;
-        r.summary = "decode scratch does not fit the budget: " + s.error().message;
-        return r;
-    }
+    };
+    if (auto s = model.allocateWeights(progress, 0.02, 0.25); !s)
+        return s.error().code == DeviceError::Code::Cancelled ? cancelledResult("limit") : nothingFits("the weights", s.error());
+    if (auto s = model.allocateScratch(blockBound); !s)
+        return nothingFits("the decode scratch buffers", s.error());
 
+    // 1. Allocation only: the pool at the prediction (allocated and touched once), then one more
+    //    block on top of it; raised by doubling extra allocations while they fit, bisected on
+    //    allocations when the prediction itself does not fit. No decode step yet.
     std::vector<Trial> trials;
-    const auto trial = [&](std::uint64_t blocks) -> bool {
+    const auto fraction = [&] { return std::min(0.55, 0.3 + 0.03 * static_cast<double>(trials.size())); };
+    const auto poolTrial = [&](std::uint64_t blocks) -> bool {
         Trial t;
         t.blocks = blocks;
-        if (blocks > blockBound) {
+        progress.report(fraction(), "allocating " + tokensText(blocks));
+        if (blocks > blockBound)
             t.error = "past the block table of the scratch";
-        } else if (auto a = model.allocateKvBlocks(blocks, &progress); !a) {
+        else if (auto a = model.allocateKvBlocks(blocks, &progress); !a)
             t.error = a.error().message;
-        } else if (auto q = model.setSequences(packedSequences(1, blocks * kProbeBlockTokens)); !q) {
-            t.error = q.error().message;
-        } else {
-            auto ms = device.timeMs([&] { return model.step(&progress, options.stepLayers); });
-            if (!ms) {
-                t.error = ms.error().message;
-            } else if (auto sync = device.synchronize(); !sync) {
-                t.error = sync.error().message;
-            } else {
-                t.ran = true;
-                t.stepMs = *ms;
-            }
-        }
-        model.releaseKv();
+        else
+            t.allocated = true;
+        if (!t.allocated)
+            model.releaseKv();
         trials.push_back(t);
-        progress.report(std::min(0.7, 0.3 + 0.05 * static_cast<double>(trials.size())),
-                        "trying " + formatThousands(blocks * kProbeBlockTokens) + " tokens");
-        return t.ran;
+        return t.allocated;
+    };
+    const auto extraTrial = [&](std::uint64_t extraBlocks) -> bool {
+        Trial t;
+        t.blocks = model.kvBlocks() + extraBlocks;
+        t.extra = true;
+        progress.report(fraction(), "allocating " + tokensText(extraBlocks) + " more");
+        if (t.blocks > blockBound) {
+            t.error = "past the block table of the scratch";
+        } else {
+            auto b = DeviceBuffer::make(device, Bytes{extraBlocks * blockBytes}, "KV blocks past the pool");
+            if (!b)
+                t.error = b.error().message;
+            else if (auto f = device.fill(b->get(), 0x11, b->bytes()); !f)
+                t.error = f.error().message;
+            else
+                t.allocated = true;
+        }
+        trials.push_back(t);
+        return t.allocated;
     };
 
-    // Start at the prediction; raise (doubling the step) while it runs, then bisect.
-    std::uint64_t lo = 0;            // largest block count known to run (0: none)
-    std::uint64_t hi = blockBound + 1; // smallest known to fail
-    if (predictedBlocks > 0 && trial(predictedBlocks)) {
+    std::uint64_t lo = 0; // largest block count known to allocate
+    if (predictedBlocks > 0 && poolTrial(predictedBlocks)) {
         lo = predictedBlocks;
-        std::uint64_t stepUp = 1;
-        while (lo + stepUp < hi) {
+        std::uint64_t up = 1, hiExtra = 0;
+        while (lo + up <= blockBound) {
             if (progress.cancelled())
                 return cancelledResult("limit");
-            if (trial(lo + stepUp)) {
-                lo += stepUp;
-                stepUp *= 2;
-            } else {
-                hi = lo + stepUp;
+            if (!extraTrial(up)) {
+                hiExtra = up;
                 break;
             }
+            lo = predictedBlocks + up;
+            up *= 2;
         }
-    } else if (predictedBlocks > 0) {
-        hi = predictedBlocks;
+        std::uint64_t loExtra = lo - predictedBlocks;
+        while (hiExtra > loExtra + 1) {
+            const std::uint64_t mid = loExtra + (hiExtra - loExtra) / 2;
+            if (extraTrial(mid))
+                loExtra = mid;
+            else
+                hiExtra = mid;
+        }
+        lo = predictedBlocks + loExtra;
+        if (lo > predictedBlocks && !poolTrial(lo)) // the plan under-counts: hold the larger pool to run it
+            return failedResult("limit", "more blocks allocated than predicted, but not as one pool: " + trials.back().error);
     } else {
-        hi = std::min<std::uint64_t>(hi, 1);
-        if (trial(1)) {
-            lo = 1;
-            hi = 2;
+        std::uint64_t hi = predictedBlocks > 0 ? predictedBlocks : 2;
+        lo = 0;
+        while (hi - lo > 1) {
+            if (progress.cancelled())
+                return cancelledResult("limit");
+            const std::uint64_t mid = lo + (hi - lo) / 2;
+            if (poolTrial(mid))
+                lo = mid;
+            else
+                hi = mid;
+            model.releaseKv();
         }
+        if (lo > 0 && !poolTrial(lo))
+            return failedResult("limit", "the pool of " + tokensText(lo) + " allocated once and then no more: " + trials.back().error);
     }
-    while (hi - lo > 1) {
+    const std::uint64_t allocatedBlocks = lo;
+
+    // 2. One full decode step over the whole pool at the limit: the proof that what allocates runs.
+    double stepAtLimit = 0;
+    std::string stepError;
+    const auto runStep = [&](std::uint64_t users, std::uint64_t tokens, double& ms) -> std::string {
+        if (auto q = model.setSequences(packedSequences(users, tokens)); !q)
+            return q.error().message;
+        auto t = device.timeMs([&] { return model.step(&progress, options.stepLayers); });
+        if (!t)
+            return t.error().message;
+        if (auto sync = device.synchronize(); !sync)
+            return sync.error().message;
+        ms = *t;
+        return {};
+    };
+    if (allocatedBlocks > 0) {
+        progress.report(0.6, "one decode step over " + tokensText(allocatedBlocks));
+        stepError = runStep(1, allocatedBlocks * kProbeBlockTokens, stepAtLimit);
         if (progress.cancelled())
             return cancelledResult("limit");
-        const std::uint64_t mid = lo + (hi - lo) / 2;
-        if (trial(mid))
-            lo = mid;
-        else
-            hi = mid;
     }
-    const std::uint64_t verifiedBlocks = lo;
-    const std::uint64_t verifiedTokens = lo * kProbeBlockTokens;
+    const std::uint64_t verifiedBlocks = stepError.empty() ? allocatedBlocks : 0;
+    const std::uint64_t verifiedTokens = verifiedBlocks * kProbeBlockTokens;
+    r.set("allocated_blocks", allocatedBlocks);
     r.set("verified_tokens", verifiedTokens);
     r.set("verified_blocks", verifiedBlocks);
-    double stepAtLimit = 0;
+    r.set("step_ms", stepAtLimit);
+    if (!stepError.empty())
+        r.set("step_error", stepError);
     nlohmann::json trialJson = nlohmann::json::array();
     for (const Trial& t : trials) {
-        if (t.ran && t.blocks == verifiedBlocks)
-            stepAtLimit = t.stepMs;
-        nlohmann::json j = {{"blocks", t.blocks}, {"tokens", t.blocks * kProbeBlockTokens}, {"ran", t.ran}};
-        if (t.ran)
-            j["step_ms"] = t.stepMs;
-        else
+        nlohmann::json j = {{"blocks", t.blocks}, {"tokens", t.blocks * kProbeBlockTokens}, {"extra", t.extra},
+                            {"allocated", t.allocated}};
+        if (!t.allocated)
             j["error"] = t.error;
         trialJson.push_back(j);
     }
-    r.set("step_ms", stepAtLimit);
     r.set("trials", RawJson{trialJson.dump()});
+    r.set("allocation_trials", static_cast<std::uint64_t>(trials.size()));
     for (const Trial& t : trials)
-        if (!t.ran && t.blocks == verifiedBlocks + 1)
+        if (!t.allocated && t.blocks == allocatedBlocks + 1)
             r.set("first_failure", t.error);
 
-    // Frontier points: one step over the verified pool for each (users x context) of the plan.
-    bool frontierOk = true;
-    std::size_t checked = 0;
+    // 3. Frontier points: each (users x context) of the plan needs at most the verified pool (the
+    //    allocation check) and runs one decode step over its own sequences.
+    std::size_t checked = 0, ran = 0, full = 1;
     nlohmann::json frontierJson = nlohmann::json::array();
     if (options.verifyFrontier && verifiedBlocks > 0 && !plan->frontier.empty()) {
-        progress.report(0.7, "allocating the verified pool for the frontier");
-        if (auto a = model.allocateKvBlocks(verifiedBlocks, &progress); !a) {
-            frontierOk = false;
-            r.notes.push_back("frontier not checked: the verified pool could not be allocated again: " + a.error().message);
-        } else {
-            std::size_t total = plan->frontier.size();
-            if (options.maxFrontierPoints > 0)
-                total = std::min(total, options.maxFrontierPoints);
-            for (std::size_t i = 0; i < total; ++i) {
-                if (progress.cancelled())
-                    return cancelledResult("limit");
-                const FrontierPoint& p = plan->frontier[i];
-                nlohmann::json j = {{"users", p.users}, {"context_tokens", p.contextTokens}, {"predicted", true}};
-                const std::uint64_t need = p.users * ceilDiv(p.contextTokens, kProbeBlockTokens);
-                bool ran = false;
-                if (need <= verifiedBlocks) {
-                    if (auto q = model.setSequences(packedSequences(p.users, p.contextTokens)); !q) {
-                        j["error"] = q.error().message;
-                    } else {
-                        auto ms = device.timeMs([&] { return model.step(&progress, options.stepLayers); });
-                        if (ms && device.synchronize()) {
-                            ran = true;
-                            j["step_ms"] = *ms;
-                        } else {
-                            j["error"] = ms ? std::string("synchronize failed") : ms.error().message;
-                        }
-                    }
-                } else {
-                    j["error"] = "needs " + formatThousands(need) + " blocks, the verified pool has " + formatThousands(verifiedBlocks);
-                }
-                j["verified"] = ran;
-                frontierOk = frontierOk && ran;
-                ++checked;
-                frontierJson.push_back(j);
-                progress.report(0.7 + 0.3 * static_cast<double>(i + 1) / static_cast<double>(total),
-                                "frontier: " + formatThousands(p.users) + " users x " + formatThousands(p.contextTokens) + " tokens");
+        std::size_t total = plan->frontier.size();
+        if (options.maxFrontierPoints > 0)
+            total = std::min(total, options.maxFrontierPoints);
+        for (std::size_t i = 0; i < total; ++i) {
+            if (progress.cancelled())
+                return cancelledResult("limit");
+            const FrontierPoint& p = plan->frontier[i];
+            progress.report(0.65 + 0.35 * static_cast<double>(i) / static_cast<double>(total),
+                            "frontier: " + formatThousands(p.users) + " users x " + formatThousands(p.contextTokens) + " tokens");
+            nlohmann::json j = {{"users", p.users}, {"context_tokens", p.contextTokens}, {"predicted", true}};
+            const std::uint64_t need = p.users * ceilDiv(p.contextTokens, kProbeBlockTokens);
+            j["blocks"] = need;
+            bool ok = false;
+            if (need <= verifiedBlocks) {
+                double ms = 0;
+                const std::string e = runStep(p.users, p.contextTokens, ms);
+                ok = e.empty();
+                if (ok)
+                    j["step_ms"] = ms;
+                else
+                    j["error"] = e;
+                ++full;
+            } else {
+                j["error"] = "needs " + formatThousands(need) + " blocks, the verified pool has " + formatThousands(verifiedBlocks);
             }
-            model.releaseKv();
+            j["verified"] = ok;
+            ran += ok;
+            ++checked;
+            frontierJson.push_back(j);
         }
     }
+    model.releaseKv();
     r.set("frontier", RawJson{frontierJson.dump()});
     r.set("frontier_points_checked", static_cast<std::uint64_t>(checked));
     r.set("frontier_points_predicted", static_cast<std::uint64_t>(plan->frontier.size()));
+    r.set("full_steps", static_cast<std::uint64_t>(verifiedBlocks > 0 || !stepError.empty() ? full : 0));
 
     const std::uint32_t ranLayers = options.stepLayers == 0 ? arch.layers : std::min(options.stepLayers, arch.layers);
     r.set("step_layers", std::uint64_t{ranLayers});
@@ -230,22 +269,28 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
                           + " layers (memory was allocated for all of them)");
     r.notes.push_back("prediction: makePlan with a flat reserve of the decode scratch (" + bytesText(scratch.total())
                       + ") on a card of the budget, 16-token blocks");
-    r.notes.push_back("each trial allocates the KV pool, touches it, and runs one decode step on synthetic weights: every "
-                      "layer's q/k/v/o and gate/up/down GEMVs, paged attention over the whole cache, the logits GEMV");
+    r.notes.push_back("search: weights and scratch allocated once; the KV pool allocated and touched once at the prediction, "
+                      "then extra blocks on top of it (doubling, then bisection) until one does not fit; one decode step "
+                      "over the whole pool at the limit; each frontier point: its blocks within the verified pool, then one "
+                      "decode step over its sequences");
+    r.notes.push_back("the decode step on synthetic weights: every layer's q/k/v GEMVs, the new token's K and V written into "
+                      "the paged cache, paged attention over the whole cache, the o and MLP GEMVs, the logits GEMV (norms, "
+                      "RoPE and activations are not run)");
     r.notes.push_back("frontier points with more than 64 users run attention for every sequence (micro-batches of 64) and "
                       "the GEMVs once at batch 64");
     if (spec.kind == DeviceKind::Cuda)
         r.notes.push_back("a CUDA limit also fails when cudaMalloc does, before the budget: the verified value is what ran");
 
-    const bool withinOnePercent = static_cast<double>(verifiedTokens) >= 0.99 * static_cast<double>(predictedTokens)
-        || predictedTokens - std::min(predictedTokens, verifiedTokens) <= kProbeBlockTokens;
-    r.pass = verifiedTokens <= predictedTokens && withinOnePercent && frontierOk;
-    char line[300];
-    std::snprintf(line, sizeof line, "%s resident tokens verified of %s predicted (%.3f%%) under a %s budget; %zu/%zu frontier points ran",
+    r.setVerdict(limitVerdict(verifiedTokens, predictedTokens, kProbeBlockTokens, checked, ran));
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "%s resident tokens verified of %s predicted (%.3f%%) under a %s budget; %zu/%zu frontier points ran",
                   formatThousands(verifiedTokens).c_str(), formatThousands(predictedTokens).c_str(),
                   predictedTokens ? 100.0 * static_cast<double>(verifiedTokens) / static_cast<double>(predictedTokens) : 0.0,
-                  formatBytes(budget).c_str(), checked, plan->frontier.size());
+                  formatBytes(budget).c_str(), ran, plan->frontier.size());
     r.summary = line;
+    if (!stepError.empty())
+        r.summary = "the pool of " + tokensText(allocatedBlocks) + " allocated but the decode step failed: " + stepError;
     if (verifiedTokens > predictedTokens)
         r.notes.push_back("more ran than predicted: the plan under-counts (reported, never claimed)");
     progress.report(1.0, "done");
@@ -260,7 +305,7 @@ ProbeResult runLimitProbe(const DeviceSpec& device, std::optional<Bytes> budget,
     const std::string why = decodeUnsupportedReason(model);
     if (!why.empty() && options.testHook == ChildTestHook::None) {
         ProbeResult r = failedResult("limit", "not supported: " + why);
-        r.supported = false;
+        r.setVerdict(ProbeVerdict::NotSupported);
         return r;
     }
     if (!budget && device.kind == DeviceKind::Cpu) {

@@ -216,12 +216,17 @@ DeviceStatus ModelOnDevice::allocateWeights(ProbeProgress& progress, double from
     if (!haveLmHead)
         m_lmHead = embedding; // tied embeddings: the logits GEMV reads the token embedding
     m_stepWeightBytes = 0;
+    m_stepWeightParameters = 0;
+    const auto count = [&](const kernels::WeightMatrix& w) {
+        if (!w.data)
+            return;
+        m_stepWeightBytes += formats::matrixStorageBytes(w.layout, w.rows, w.cols);
+        m_stepWeightParameters += std::uint64_t{w.rows} * w.cols;
+    };
     for (const Layer& l : m_layers)
         for (const kernels::WeightMatrix* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
-            if (w->data)
-                m_stepWeightBytes += formats::matrixStorageBytes(w->layout, w->rows, w->cols);
-    if (m_lmHead.data)
-        m_stepWeightBytes += formats::matrixStorageBytes(m_lmHead.layout, m_lmHead.rows, m_lmHead.cols);
+            count(*w);
+    count(m_lmHead);
     return {};
 }
 
@@ -376,23 +381,43 @@ DeviceStatus ModelOnDevice::step(const ProbeProgress* cancel, std::uint32_t laye
             return tl::unexpected(DeviceError{DeviceError::Code::Cancelled, "cancelled"});
         if (!l.q.data || !l.k.data || !l.v.data || !l.o.data || !l.gate.data || !l.up.data || !l.down.data || !l.kCache)
             return tl::unexpected(DeviceError{DeviceError::Code::InvalidArgument, "a layer lacks a runnable matrix or its KV cache"});
-        // The activations are synthetic: the step moves the model's bytes and does its arithmetic,
-        // without norms, RoPE or SiLU, and the o projection reads the queries' buffer.
+        // The activations are synthetic: the step moves the model's bytes and does its arithmetic
+        // without norms, RoPE or SiLU.
         for (auto [w, out] : {std::pair{&l.q, m_q}, std::pair{&l.k, m_kNew}, std::pair{&l.v, m_vNew}})
             if (auto s = gemv(*w, m_hidden, out, batch, false); !s)
                 return s;
         for (std::uint32_t first = 0; first < sequences; first += kProbeMaxBatch) {
+            const std::uint32_t count = std::min(kProbeMaxBatch, sequences - first);
+            const std::int32_t* seqLens = static_cast<const std::int32_t*>(m_seqLens) + first;
+            const std::int32_t* table = static_cast<const std::int32_t*>(m_blockTable) + std::uint64_t{first} * m_maxBlocksPerSeq;
+            // The new token's K and V into the paged cache (sequences past 64 reuse the rows of the first 64).
+            kernels::KvAppendArgs w;
+            w.batch = count;
+            w.numKvHeads = m_arch.kvHeads;
+            w.headDim = m_arch.headDim;
+            w.kNew = static_cast<const std::uint16_t*>(m_kNew);
+            w.vNew = static_cast<const std::uint16_t*>(m_vNew);
+            w.seqLens = seqLens;
+            w.layout = kernels::KvLayout::Paged;
+            w.k = static_cast<std::uint16_t*>(l.kCache);
+            w.v = static_cast<std::uint16_t*>(l.vCache);
+            w.blockTable = table;
+            w.maxBlocksPerSeq = m_maxBlocksPerSeq;
+            w.blockTokens = static_cast<std::uint32_t>(kProbeBlockTokens);
+            w.numBlocks = static_cast<std::uint32_t>(m_kvBlocks);
+            if (const kernels::Status s = kernels::appendKv(backend, w, m_device.stream()); s != kernels::Status::Ok)
+                return tl::unexpected(kernelError("KV cache write", s));
             kernels::DecodeAttentionArgs a;
-            a.batch = std::min(kProbeMaxBatch, sequences - first);
+            a.batch = count;
             a.numHeads = m_arch.attentionHeads;
             a.numKvHeads = m_arch.kvHeads;
             a.headDim = m_arch.headDim;
             a.q = static_cast<const std::uint16_t*>(m_q);
-            a.seqLens = static_cast<const std::int32_t*>(m_seqLens) + first;
+            a.seqLens = seqLens;
             a.layout = kernels::KvLayout::Paged;
             a.k = static_cast<const std::uint16_t*>(l.kCache);
             a.v = static_cast<const std::uint16_t*>(l.vCache);
-            a.blockTable = static_cast<const std::int32_t*>(m_blockTable) + std::uint64_t{first} * m_maxBlocksPerSeq;
+            a.blockTable = table;
             a.maxBlocksPerSeq = m_maxBlocksPerSeq;
             a.blockTokens = static_cast<std::uint32_t>(kProbeBlockTokens);
             a.numBlocks = static_cast<std::uint32_t>(m_kvBlocks);
@@ -403,6 +428,12 @@ DeviceStatus ModelOnDevice::step(const ProbeProgress* cancel, std::uint32_t laye
             if (s != kernels::Status::Ok)
                 return tl::unexpected(kernelError("decode attention", s));
         }
+        // The attention output (fp32) becomes the o projection's fp16 input, in the queries' buffer.
+        const std::size_t outCount = std::size_t{batch} * m_arch.attentionHeads * m_arch.headDim;
+        if (const kernels::Status s = kernels::floatToHalf(backend, static_cast<const float*>(m_attnOut),
+                                                           static_cast<std::uint16_t*>(m_q), outCount, m_device.stream());
+            s != kernels::Status::Ok)
+            return tl::unexpected(kernelError("attention output to fp16", s));
         if (auto s = gemv(l.o, m_q, m_hidden, batch, false); !s)
             return s;
         if (auto s = gemv(l.gate, m_hidden, m_ffnA, batch, false); !s)

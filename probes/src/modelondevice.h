@@ -90,14 +90,18 @@ public:
 
     /// Uploads the sequences of the next steps (block ids must be < kvBlocks()).
     DeviceStatus setSequences(const StepSequences& sequences);
-    /// One decode step over the uploaded sequences: every layer's q/k/v GEMVs, paged attention
-    /// over every sequence (micro-batches of 64), o/gate/up/down GEMVs, then the logits GEMV;
+    /// One decode step over the uploaded sequences: every layer's q/k/v GEMVs, the new token's K
+    /// and V written at position seqLen - 1 of each sequence's paged cache, paged attention over
+    /// every sequence's whole cache (micro-batches of 64), the attention output to fp16, the
+    /// o/gate/up/down GEMVs, then the logits GEMV;
     /// the GEMVs run at batch min(sequences, 64). Asynchronous on CUDA (synchronize to finish).
     /// @p layers: run only the first N layers (0 = all).
     DeviceStatus step(const ProbeProgress* cancel = nullptr, std::uint32_t layers = 0);
 
     /// Bytes the step reads from weights (every runnable matrix once).
     std::uint64_t stepWeightBytes() const { return m_stepWeightBytes; }
+    /// Weights multiplied per token by the step (rows x cols of every runnable matrix).
+    std::uint64_t stepWeightParameters() const { return m_stepWeightParameters; }
 
 private:
     struct Layer {
@@ -121,6 +125,7 @@ private:
     std::uint64_t m_kvBytes = 0;
     std::uint64_t m_kvBlocks = 0;
     std::uint64_t m_stepWeightBytes = 0;
+    std::uint64_t m_stepWeightParameters = 0;
     ScratchSizes m_sizes;
     void* m_hidden = nullptr;
     void* m_q = nullptr;

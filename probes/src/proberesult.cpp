@@ -32,6 +32,7 @@ Json resultToJson(const ProbeResult& r)
 {
     Json j;
     j["probe"] = r.probe;
+    j["verdict"] = probeVerdictName(r.verdict());
     j["pass"] = r.pass;
     j["summary"] = r.summary;
     if (r.cancelled)
@@ -45,6 +46,25 @@ Json resultToJson(const ProbeResult& r)
 }
 
 } // namespace
+
+ProbeVerdict ProbeResult::verdict() const
+{
+    if (cancelled)
+        return ProbeVerdict::Cancelled;
+    if (!supported)
+        return ProbeVerdict::NotSupported;
+    if (!judged)
+        return ProbeVerdict::Measured;
+    return pass ? ProbeVerdict::Pass : ProbeVerdict::Fail;
+}
+
+void ProbeResult::setVerdict(ProbeVerdict verdict)
+{
+    pass = verdict == ProbeVerdict::Pass;
+    judged = verdict != ProbeVerdict::Measured;
+    supported = verdict != ProbeVerdict::NotSupported;
+    cancelled = verdict == ProbeVerdict::Cancelled;
+}
 
 void ProbeResult::set(std::string key, ProbeValue value)
 {
@@ -149,7 +169,9 @@ std::string probeResultsToJson(const DeviceSummary& device, const std::vector<Pr
     for (const ProbeResult& r : results)
         list.push_back(resultToJson(r));
     doc["results"] = list;
-    doc["pass"] = device.error.empty() && std::all_of(results.begin(), results.end(), [](const ProbeResult& r) { return r.pass; });
+    doc["pass"] = device.error.empty() && std::none_of(results.begin(), results.end(), [](const ProbeResult& r) {
+        return r.verdict() == ProbeVerdict::Fail || r.verdict() == ProbeVerdict::Cancelled;
+    });
     return doc.dump(indent);
 }
 
@@ -166,6 +188,9 @@ std::optional<ProbeResult> probeResultFromJson(std::string_view text)
             r.probe = v.get<std::string>();
         } else if (key == "pass" && v.is_boolean()) {
             r.pass = v.get<bool>();
+        } else if (key == "verdict" && v.is_string()) {
+            if (const auto verdict = parseProbeVerdict(v.get<std::string>()))
+                r.judged = *verdict != ProbeVerdict::Measured;
         } else if (key == "summary" && v.is_string()) {
             r.summary = v.get<std::string>();
         } else if (key == "cancelled" && v.is_boolean()) {

@@ -33,8 +33,18 @@ private:
 
 bool ProbeReport::allPassed() const
 {
-    return device.error.empty() && !results.empty()
-        && std::all_of(results.begin(), results.end(), [](const ProbeResult& r) { return r.pass; });
+    return device.error.empty() && !results.empty() && std::none_of(results.begin(), results.end(), [](const ProbeResult& r) {
+        return r.verdict() == ProbeVerdict::Fail || r.verdict() == ProbeVerdict::Cancelled;
+    });
+}
+
+std::string budgetRefusal(DeviceKind kind, Bytes budget, Bytes freeBytes)
+{
+    if (budget.value <= freeBytes.value)
+        return {};
+    return "the budget of " + formatBytes(budget) + " is larger than the device's free memory, " + formatBytes(freeBytes)
+        + (kind == DeviceKind::Cpu ? " (MemAvailable of /proc/meminfo)" : " (cudaMemGetInfo)")
+        + ": refused before allocating anything; give a smaller --budget";
 }
 
 ProbeReport runProbes(const ProbeRequest& request, ProbeProgress& progress)
@@ -62,6 +72,14 @@ ProbeReport runProbes(const ProbeRequest& request, ProbeProgress& progress)
     if (auto info = device.memoryInfo()) {
         report.device.totalBytes = info->totalBytes.value;
         report.device.freeBytes = info->freeBytes.value;
+        if (budget) {
+            if (std::string why = budgetRefusal(request.device.kind, *budget, info->freeBytes); !why.empty()) {
+                report.device.error = why;
+                for (ProbeKind k : request.probes)
+                    report.results.push_back(failedResult(probeKindName(k), why));
+                return report;
+            }
+        }
     }
 
     double readGBps = 0;

@@ -6,6 +6,8 @@
 #include "probeplan.h"
 #include "stats.h"
 
+#include "headroom/core/probeverdict.h"
+#include "headroom/core/speed/calibration.h"
 #include "headroom/core/speed/roofline.h"
 #include "headroom/probes/probes.h"
 
@@ -19,8 +21,8 @@ namespace headroom::probes {
 TimingProbeOptions cpuTimingDefaults()
 {
     TimingProbeOptions o;
-    o.batches = {1, 4, 16, 64};
-    o.contexts = {16, 1024, 4096, 32768};
+    o.batches = {1, 4, 16};
+    o.contexts = {4096, 16384};
     o.prompts = {16, 64};
     o.warmup = 1;
     o.reps = 3;
@@ -33,7 +35,7 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
     r.probe = "timing";
     if (const std::string why = decodeUnsupportedReason(inputs); !why.empty()) {
         r = failedResult("timing", "not supported: " + why);
-        r.supported = false;
+        r.setVerdict(ProbeVerdict::NotSupported);
         return r;
     }
     const Architecture& arch = *inputs.model.architecture;
@@ -120,20 +122,19 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
 
     SpeedInputs speed;
     speed.weightsBytes = Bytes{model.stepWeightBytes()};
+    speed.activeParameters = model.stepWeightParameters();
     speed.kvBytesPerToken = layout.bytesPerToken();
     speed.layers = arch.layers;
     speed.attentionWidth = std::uint64_t{arch.attentionHeads} * arch.headDim;
-    speed.bandwidthGBps = options.bandwidthGBps;
-    speed.calibrated = options.bandwidthGBps > 0;
 
+    // Measure every point first (medians), then calibrate and judge.
     const std::uint32_t reps = std::max<std::uint32_t>(options.reps, 1);
-    nlohmann::json decodeRows = nlohmann::json::array();
-    nlohmann::json contextRows = nlohmann::json::array();
-    nlohmann::json prefillRows = nlohmann::json::array();
-    std::vector<std::pair<std::uint64_t, double>> throughput; // batch -> tokens/s
-    double tpot = 0;
+    std::vector<double> medians(points.size()), cvs(points.size());
     for (std::size_t i = 0; i < points.size(); ++i) {
         const Point& p = points[i];
+        progress.report(0.1 + 0.9 * static_cast<double>(i) / static_cast<double>(points.size()),
+                        p.kind == Point::Prefill ? "prefill " + formatThousands(p.tokens) + " tokens"
+                                                 : "decode batch " + std::to_string(p.batch) + " x " + formatThousands(p.tokens));
         std::vector<double> times;
         const auto run = [&]() -> DeviceStatus {
             if (p.kind != Point::Prefill)
@@ -165,32 +166,69 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
             if (k >= options.warmup)
                 times.push_back(*ms);
         }
-        const double ms = detail::median(times);
+        medians[i] = detail::median(times);
+        cvs[i] = detail::coefficientOfVariation(times);
+    }
+
+    // Calibration (core/speed/calibration.h): the decode bandwidth from the batch-1 decode point
+    // with the fewest cached tokens, the compute peak from the longest prefill.
+    std::optional<std::size_t> bandwidthPoint, computePoint;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        const Point& p = points[i];
+        if (p.kind != Point::Prefill && p.batch == 1 && (!bandwidthPoint || p.tokens < points[*bandwidthPoint].tokens))
+            bandwidthPoint = i;
+        if (p.kind == Point::Prefill && (!computePoint || p.tokens > points[*computePoint].tokens))
+            computePoint = i;
+    }
+    const double calBandwidth = bandwidthPoint
+        ? calibratedBandwidthGBps(speed, 1, points[*bandwidthPoint].tokens, medians[*bandwidthPoint]) : 0.0;
+    const double calPeak = computePoint ? calibratedPeakTflops(speed, points[*computePoint].tokens, medians[*computePoint]) : 0.0;
+    const SpeedInputs calibrated = calibrate(speed, SpeedCalibration{calBandwidth, calPeak});
+    const double tolerance = kTimingTolerance;
+
+    nlohmann::json decodeRows = nlohmann::json::array();
+    nlohmann::json contextRows = nlohmann::json::array();
+    nlohmann::json prefillRows = nlohmann::json::array();
+    std::vector<std::pair<std::uint64_t, double>> throughput; // batch -> tokens/s
+    std::vector<ProbeVerdict> rowVerdicts;
+    double tpot = 0;
+    std::size_t judged = 0, within = 0;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        const Point& p = points[i];
+        const double ms = medians[i];
+        const bool isCalibration = (bandwidthPoint && i == *bandwidthPoint) || (computePoint && i == *computePoint);
+        const double predicted = p.kind == Point::Prefill ? headroom::prefill(calibrated, p.tokens).stepMs
+                                                          : headroom::decodeStep(calibrated, p.batch, p.tokens).stepMs;
+        const ProbeVerdict verdict = isCalibration ? ProbeVerdict::Measured : timingRowVerdict(ms, predicted, tolerance);
         nlohmann::json j;
-        if (p.kind == Point::Prefill) {
+        if (p.kind == Point::Prefill)
             j = {{"prompt_tokens", p.tokens}, {"ttft_ms", ms}, {"tokens_per_s", ms > 0 ? 1e3 * static_cast<double>(p.tokens) / ms : 0.0},
-                 {"cv", detail::coefficientOfVariation(times)}};
-            if (speed.bandwidthGBps > 0)
-                j["predicted_ttft_ms"] = headroom::prefill(speed, p.tokens).stepMs;
-            prefillRows.push_back(j);
-        } else {
-            const double tps = ms > 0 ? 1e3 * static_cast<double>(p.batch) / ms : 0.0;
-            j = {{"batch", p.batch}, {"context_tokens", p.tokens}, {"step_ms", ms}, {"tokens_per_s", tps},
-                 {"cv", detail::coefficientOfVariation(times)}};
-            if (speed.bandwidthGBps > 0)
-                j["predicted_step_ms"] = headroom::decodeStep(speed, p.batch, p.tokens).stepMs;
-            if (p.kind == Point::Batch) {
-                decodeRows.push_back(j);
-                throughput.emplace_back(p.batch, tps);
-                if (p.batch == 1)
-                    tpot = ms;
-            } else {
-                contextRows.push_back(j);
-            }
+                 {"predicted_ttft_ms", predicted}};
+        else
+            j = {{"batch", p.batch}, {"context_tokens", p.tokens}, {"step_ms", ms},
+                 {"tokens_per_s", ms > 0 ? 1e3 * static_cast<double>(p.batch) / ms : 0.0}, {"predicted_step_ms", predicted}};
+        j["ratio"] = predicted > 0 ? ms / predicted : 0.0;
+        j["verdict"] = probeVerdictName(verdict);
+        if (isCalibration)
+            j["calibration"] = true;
+        j["cv"] = cvs[i];
+        if (verdict != ProbeVerdict::Measured) {
+            ++judged;
+            within += verdict == ProbeVerdict::Pass;
         }
-        progress.report(0.1 + 0.9 * static_cast<double>(i + 1) / static_cast<double>(points.size()),
-                        p.kind == Point::Prefill ? "prefill " + formatThousands(p.tokens) + " tokens"
-                                                 : "decode batch " + std::to_string(p.batch) + " x " + formatThousands(p.tokens));
+        rowVerdicts.push_back(verdict);
+        if (p.kind == Point::Prefill) {
+            prefillRows.push_back(j);
+        } else if (p.kind == Point::Batch) {
+            decodeRows.push_back(j);
+            throughput.emplace_back(p.batch, ms > 0 ? 1e3 * static_cast<double>(p.batch) / ms : 0.0);
+            if (p.batch == 1)
+                tpot = ms;
+        } else {
+            contextRows.push_back(j);
+            if (tpot == 0 && p.batch == 1)
+                tpot = ms;
+        }
     }
     // The knee: the first batch whose next sweep point adds less than 15 % tokens/s.
     std::optional<std::uint64_t> knee;
@@ -202,6 +240,15 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
     }
     r.set("weights_bytes", weights);
     r.set("step_weight_bytes", model.stepWeightBytes());
+    r.set("calibrated_bandwidth_gbps", calBandwidth);
+    r.set("calibrated_peak_tflops", calPeak);
+    if (options.bandwidthGBps > 0) {
+        r.set("read_bandwidth_gbps", options.bandwidthGBps);
+        r.set("bandwidth_fraction", calBandwidth / options.bandwidthGBps);
+    }
+    r.set("tolerance_fraction", tolerance);
+    r.set("rows_judged", static_cast<std::uint64_t>(judged));
+    r.set("rows_within_tolerance", static_cast<std::uint64_t>(within));
     r.set("decode", RawJson{decodeRows.dump()});
     r.set("context", RawJson{contextRows.dump()});
     r.set("prefill", RawJson{prefillRows.dump()});
@@ -212,22 +259,30 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
         r.set("knee_batch", *knee);
     else
         r.set("knee_batch", RawJson{"null"});
-    if (speed.bandwidthGBps > 0) {
-        const auto predictedKnee = headroom::kneeBatch(speed, batchContext);
-        r.set("predicted_knee_batch", predictedKnee ? ProbeValue{*predictedKnee} : ProbeValue{RawJson{"null"}});
-        r.notes.push_back("predictions: core roofline with the measured B_read " + std::to_string(speed.bandwidthGBps)
-                          + " GB/s and no compute peak (memory-bound bound only)");
-    }
+    const auto predictedKnee = headroom::kneeBatch(calibrated, batchContext);
+    r.set("predicted_knee_batch", predictedKnee ? ProbeValue{*predictedKnee} : ProbeValue{RawJson{"null"}});
+
+    char cal[400];
+    std::snprintf(cal, sizeof cal,
+                  "speed model calibrated by this probe: decode bandwidth %.2f GB/s from the batch-1 step at %s tokens%s; "
+                  "compute peak %.3f TFLOP/s from the %s-token prefill; every other row is predicted by the calibrated "
+                  "roofline max(bytes / bandwidth, FLOPs / peak) and judged against +-%.0f %%",
+                  calBandwidth, bandwidthPoint ? formatThousands(points[*bandwidthPoint].tokens).c_str() : "-",
+                  options.bandwidthGBps > 0 ? (" (" + std::to_string(static_cast<int>(100 * calBandwidth / options.bandwidthGBps + 0.5))
+                                               + " % of the device probe's read bandwidth)").c_str() : "",
+                  calPeak, computePoint ? formatThousands(points[*computePoint].tokens).c_str() : "no",
+                  100 * tolerance);
+    r.notes.push_back(cal);
     r.notes.push_back(std::string(device.kind() == DeviceKind::Cuda ? "CUDA events" : "steady clock") + "; median of "
                       + std::to_string(reps) + " after " + std::to_string(options.warmup) + " warm-up runs per point");
     r.notes.push_back("prefill runs the prompt in chunks of 64 tokens: batched GEMVs and causal decode attention (token i "
                       "attends to tokens 0..i); TTFT = prefill time; TPOT = decode step at batch 1");
     r.notes.push_back("knee: first batch of the sweep whose next point adds < 15 % tokens/s (null: not reached in the sweep)");
-    r.pass = !decodeRows.empty() || !contextRows.empty() || !prefillRows.empty();
-    char line[240];
-    std::snprintf(line, sizeof line, "TPOT %.2f ms (%.1f tokens/s at batch 1), knee %s, %zu points", tpot,
-                  tpot > 0 ? 1e3 / tpot : 0.0, knee ? ("at batch " + std::to_string(*knee)).c_str() : "not reached",
-                  points.size());
+    r.setVerdict(combineVerdicts(rowVerdicts));
+    char line[300];
+    std::snprintf(line, sizeof line, "TPOT %.2f ms (%.1f tokens/s at batch 1), knee %s; %zu of %zu rows within +-%.0f %% of the calibrated model",
+                  tpot, tpot > 0 ? 1e3 / tpot : 0.0, knee ? ("at batch " + std::to_string(*knee)).c_str() : "not reached",
+                  within, judged, 100 * tolerance);
     r.summary = line;
     return r;
 }

@@ -210,6 +210,39 @@ struct AttentionProblem {
 
     /// Elements of the output.
     std::uint64_t outCount() const { return std::uint64_t{batch} * heads * headDim; }
+
+    /// The new token of each sequence (position seqLens[b] - 1) as fp16 rows [B][H_kv][D] of @p cache
+    /// (k or v of the contiguous cache).
+    std::vector<std::uint16_t> lastRows(const std::vector<std::uint16_t>& cache) const {
+        std::vector<std::uint16_t> rows(std::uint64_t{batch} * kvHeads * headDim);
+        for (std::uint32_t b = 0; b < batch; ++b)
+            for (std::uint32_t h = 0; h < kvHeads; ++h) {
+                const std::uint64_t src = ((std::uint64_t{b} * kvHeads + h) * maxTokens + static_cast<std::uint32_t>(seqLens[b] - 1)) * headDim;
+                std::copy(cache.begin() + src, cache.begin() + src + headDim, rows.begin() + (std::uint64_t{b} * kvHeads + h) * headDim);
+            }
+        return rows;
+    }
+
+    /// Append arguments for the contiguous (@p paged false) or paged cache, writing into @p k, @p v.
+    hk::KvAppendArgs append(bool paged, const std::uint16_t* kNew, const std::uint16_t* vNew, std::uint16_t* kOut,
+                            std::uint16_t* vOut) const {
+        hk::KvAppendArgs a;
+        a.batch = batch;
+        a.numKvHeads = kvHeads;
+        a.headDim = headDim;
+        a.kNew = kNew;
+        a.vNew = vNew;
+        a.seqLens = seqLens.data();
+        a.layout = paged ? hk::KvLayout::Paged : hk::KvLayout::Contiguous;
+        a.k = kOut;
+        a.v = vOut;
+        a.maxTokens = paged ? 0 : maxTokens;
+        a.blockTable = paged ? blockTable.data() : nullptr;
+        a.maxBlocksPerSeq = maxBlocks;
+        a.blockTokens = blockTokens;
+        a.numBlocks = numBlocks;
+        return a;
+    }
 };
 
 } // namespace headroom::test

@@ -193,6 +193,43 @@ TEST_CASE("CUDA decode attention equals the CPU reference, contiguous and paged"
     checkAttention(2, 1, 2, 256, 70, seed++);    // 32 lanes per token
 }
 
+TEST_CASE("CUDA KV cache write equals the CPU's, paged and contiguous", "[gpu][kvappend]") {
+    for (const std::uint32_t blockTokens : {1u, 7u, 16u}) {
+        const AttentionProblem p(4, 8, 2, 64, 50, blockTokens, 170 + blockTokens);
+        const std::vector<std::uint16_t> kNew = p.lastRows(p.k), vNew = p.lastRows(p.v);
+        for (const bool paged : {false, true}) {
+            const std::vector<std::uint16_t>& kWant = paged ? p.kPool : p.k;
+            const std::vector<std::uint16_t>& vWant = paged ? p.vPool : p.v;
+            std::vector<std::uint16_t> blank(kWant.size(), 0x3c00);
+            const DeviceBuffer<std::uint16_t> dK(blank), dV(blank), dKNew(kNew), dVNew(vNew);
+            const DeviceBuffer<std::int32_t> dLens(p.seqLens), dTable(p.blockTable);
+            hk::KvAppendArgs a = p.append(paged, dKNew.get(), dVNew.get(), dK.get(), dV.get());
+            a.seqLens = dLens.get();
+            if (paged)
+                a.blockTable = dTable.get();
+            REQUIRE(hk::appendKv(hk::Backend::Cuda, a) == hk::Status::Ok);
+            REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            // The CPU write on the same blank cache gives the rows the CUDA one must give.
+            std::vector<std::uint16_t> kCpu = blank, vCpu = blank;
+            REQUIRE(hk::appendKv(hk::Backend::Cpu, p.append(paged, kNew.data(), vNew.data(), kCpu.data(), vCpu.data())) ==
+                    hk::Status::Ok);
+            CHECK(dK.download() == kCpu);
+            CHECK(dV.download() == vCpu);
+        }
+    }
+}
+
+TEST_CASE("CUDA fp32 to fp16 conversion equals the CPU's", "[gpu][kvappend]") {
+    const std::vector<float> in = normalFloats(10007, 3);
+    const DeviceBuffer<float> dIn(in);
+    const DeviceBuffer<std::uint16_t> dOut(in.size());
+    REQUIRE(hk::floatToHalf(hk::Backend::Cuda, dIn.get(), dOut.get(), in.size()) == hk::Status::Ok);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    std::vector<std::uint16_t> cpu(in.size());
+    REQUIRE(hk::floatToHalf(hk::Backend::Cpu, in.data(), cpu.data(), in.size()) == hk::Status::Ok);
+    CHECK(dOut.download() == cpu);
+}
+
 TEST_CASE("CUDA reports unsupported shapes apart from failures", "[gpu][facade]") {
     const AttentionProblem p(1, 2, 1, 3, 10, 16, 5);
     std::vector<float> out(p.outCount());

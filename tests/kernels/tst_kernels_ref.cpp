@@ -204,6 +204,14 @@ TEST_CASE("fast CPU GEMV equals the reference for large batches and fp16 output"
         checkGemv(layout, 129, 384, 64, hk::OutputType::Fp32, seed++);
         checkGemv(layout, 257, 129, 17, hk::OutputType::Fp16, seed++);
     }
+    // The register-blocked batched path (AVX2: even seeds): row blocks of 3 with a remainder,
+    // batch tiles of 4 with a remainder, a tail past the last 64-column chunk.
+    std::uint32_t even = 600;
+    for (const fmt::QuantLayout layout : testedLayouts()) {
+        checkGemv(layout, 100, 320, 6, hk::OutputType::Fp32, even += 2);
+        checkGemv(layout, 257, 129, 17, hk::OutputType::Fp16, even += 2);
+        checkGemv(layout, 31, 4864, 2, hk::OutputType::Fp32, even += 2);
+    }
 }
 
 TEST_CASE("fp16 GEMV on integer data is exact on every backend", "[kernels][gemv]") {
@@ -242,6 +250,49 @@ TEST_CASE("fast CPU decode attention equals the reference; paged equals contiguo
             checkAttention(3, 1, ratio, 3, tokens, seed++); // odd head size
         }
     checkAttention(2, 2, 4, 128, 33, seed++);
+    // Many tiles of 32 tokens, a partial last tile, and the vectorized exp over a long softmax.
+    checkAttention(2, 2, 7, 64, 1000, seed++);
+    checkAttention(1, 1, 16, 128, 2049, seed++);
+}
+
+TEST_CASE("the KV cache write puts each new token at seqLen - 1, paged and contiguous", "[kernels][kvappend]") {
+    for (const std::uint32_t blockTokens : {1u, 7u, 16u}) {
+        const AttentionProblem p(4, 8, 2, 24, 50, blockTokens, 70 + blockTokens);
+        const std::vector<std::uint16_t> kNew = p.lastRows(p.k), vNew = p.lastRows(p.v);
+        for (const bool paged : {false, true}) {
+            const std::vector<std::uint16_t>& kWant = paged ? p.kPool : p.k;
+            const std::vector<std::uint16_t>& vWant = paged ? p.vPool : p.v;
+            // The cache before the write: the new rows hold something else.
+            std::vector<std::uint16_t> k = kWant, v = vWant;
+            hk::KvAppendArgs a = p.append(paged, kNew.data(), vNew.data(), k.data(), v.data());
+            std::vector<std::uint16_t> zeros(kNew.size(), 0x3c00);
+            hk::KvAppendArgs blank = p.append(paged, zeros.data(), zeros.data(), k.data(), v.data());
+            REQUIRE(hk::appendKv(hk::Backend::Cpu, blank) == hk::Status::Ok);
+            CHECK(k != kWant);
+            REQUIRE(hk::appendKv(hk::Backend::Cpu, a) == hk::Status::Ok);
+            CHECK(k == kWant);
+            CHECK(v == vWant);
+        }
+    }
+    SECTION("an index outside the cache writes nothing") {
+        const AttentionProblem p(2, 2, 2, 8, 10, 4, 5);
+        std::vector<std::uint16_t> k = p.kPool, v = p.vPool, rows(2 * 2 * 8, 0);
+        std::vector<std::int32_t> lens{1, 13}; // 13 > 3 blocks of 4 tokens
+        hk::KvAppendArgs a = p.append(true, rows.data(), rows.data(), k.data(), v.data());
+        a.seqLens = lens.data();
+        CHECK(hk::appendKv(hk::Backend::Cpu, a) == hk::Status::InvalidArgument);
+        CHECK(k == p.kPool);
+        a.batch = 0;
+        CHECK(hk::appendKv(hk::Backend::Cpu, a) == hk::Status::InvalidArgument);
+    }
+}
+
+TEST_CASE("fp32 to fp16 conversion rounds to nearest even", "[kernels][kvappend]") {
+    const std::vector<float> in{1.0f, -2.0f, 1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f, 65520.0f};
+    std::vector<std::uint16_t> out(in.size());
+    REQUIRE(hk::floatToHalf(hk::Backend::Cpu, in.data(), out.data(), in.size()) == hk::Status::Ok);
+    CHECK(out == std::vector<std::uint16_t>{0x3c00, 0xc000, 0x3c00, 0x3c02, 0x7c00});
+    CHECK(hk::floatToHalf(hk::Backend::Cpu, in.data(), out.data(), 0) == hk::Status::InvalidArgument);
 }
 
 TEST_CASE("paged attention with other block sizes equals contiguous", "[kernels][attention]") {

@@ -233,6 +233,11 @@ TEST_CASE("the verified limit is within 1% of the prediction and never above it"
     CHECK(r.pass);
     CHECK(r.integer("frontier_points_checked") == 3u);
     CHECK(r.integer("step_layers") == 2u);
+    // As few full-cache steps as the proof needs: the pool allocated once at the prediction, one
+    // more block refused, one step at the limit and one per frontier point.
+    CHECK(r.integer("allocation_trials") == 2u);
+    CHECK(r.integer("full_steps") == 4u);
+    CHECK(r.verdict() == ProbeVerdict::Pass);
     CHECK_THAT(r.text("first_failure").value_or(""), Catch::Contains("would pass the budget"));
 }
 
@@ -244,6 +249,8 @@ TEST_CASE("a limit probe the kernels cannot run is 'not supported'", "[probes][l
     const ProbeResult r = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{2ull << 30}, in, {}, progress);
     CHECK_FALSE(r.pass);
     CHECK_FALSE(r.supported);
+    CHECK(r.verdict() == ProbeVerdict::NotSupported);
+    CHECK(nlohmann::json::parse(probeResultToJson(r))["verdict"] == "not-supported");
     CHECK_THAT(r.summary, Catch::Contains("q8_0"));
 }
 
@@ -363,7 +370,13 @@ TEST_CASE("timing: decode against batch and context, prefill, TTFT, TPOT and the
     NullProgress progress;
     const ProbeResult r = runTimingProbe(*d, tiny(), options, progress);
     INFO(probeResultToJson(r));
-    CHECK(r.pass);
+    // Times on a shared machine are measurements: the verdict is whatever the stated tolerance
+    // gives, so the test checks that each row's verdict follows from its own figures.
+    CHECK((r.verdict() == ProbeVerdict::Pass || r.verdict() == ProbeVerdict::Fail));
+    CHECK(r.number("tolerance_fraction") == kTimingTolerance);
+    CHECK(r.number("calibrated_bandwidth_gbps").value_or(0) > 0);
+    CHECK(r.number("calibrated_peak_tflops").value_or(0) > 0);
+    CHECK(r.integer("rows_judged") == 5u); // 7 points, 2 of them calibrate the model
     const auto decode = nlohmann::json::parse(std::get<RawJson>(*r.find("decode")).text);
     const auto context = nlohmann::json::parse(std::get<RawJson>(*r.find("context")).text);
     const auto prefill = nlohmann::json::parse(std::get<RawJson>(*r.find("prefill")).text);
@@ -377,6 +390,26 @@ TEST_CASE("timing: decode against batch and context, prefill, TTFT, TPOT and the
     }
     CHECK(prefill[1]["prompt_tokens"] == 100);
     CHECK(prefill[1]["ttft_ms"].get<double>() > 0);
+    // Calibration: the batch-1 step with the fewest tokens (context 16) and the longest prefill.
+    CHECK(context[0]["calibration"] == true);
+    CHECK(context[0]["verdict"] == "measured");
+    CHECK(context[0]["ratio"].get<double>() == Approx(1.0));
+    CHECK(prefill[1]["calibration"] == true);
+    CHECK(prefill[1]["ratio"].get<double>() == Approx(1.0));
+    std::size_t within = 0;
+    for (const auto* rows : {&decode, &context, &prefill})
+        for (const auto& row : *rows) {
+            if (row.value("calibration", false))
+                continue;
+            const bool ok = std::abs(row["ratio"].get<double>() - 1.0) <= kTimingTolerance;
+            CHECK(row["verdict"] == (ok ? "pass" : "fail"));
+            within += ok;
+        }
+    CHECK(r.integer("rows_within_tolerance") == within);
+    CHECK(r.pass == (within == 5));
+    // report --check's rule agrees with the probe's own verdicts.
+    const std::string doc = probeResultsToJson(DeviceSummary{}, {r});
+    CHECK(recheckProbeVerdicts(doc).empty());
     CHECK(r.number("tpot_ms").value_or(0) > 0);
     CHECK(r.find("knee_batch"));
     CHECK(d->allocatedBytes().value == 0);
@@ -436,4 +469,57 @@ TEST_CASE("quant-error on the real weights of a GGUF file", "[probes][quant]")
     CHECK(mean("int8-row") < mean("int4-g128"));
     CHECK(mean("int4-g128") < mean("int4-row"));
     CHECK(mean("int4-row") < mean("int4"));
+}
+
+TEST_CASE("report --check's verdict rules catch a verdict its values do not give", "[probes][verdict]")
+{
+    CHECK(allocationVerdict(10, 10) == ProbeVerdict::Pass);
+    CHECK(allocationVerdict(11, 10) == ProbeVerdict::Fail);
+    CHECK(limitVerdict(1600, 1600, 16, 3, 3) == ProbeVerdict::Pass);
+    CHECK(limitVerdict(1584, 1600, 16, 0, 0) == ProbeVerdict::Pass);   // one block under
+    CHECK(limitVerdict(1568, 1600, 16, 0, 0) == ProbeVerdict::Fail);   // two blocks and > 1 % under
+    CHECK(limitVerdict(1616, 1600, 16, 0, 0) == ProbeVerdict::Fail);   // above the prediction
+    CHECK(limitVerdict(1600, 1600, 16, 3, 2) == ProbeVerdict::Fail);   // a frontier point did not run
+    CHECK(timingRowVerdict(125, 100) == ProbeVerdict::Pass);
+    CHECK(timingRowVerdict(126, 100) == ProbeVerdict::Fail);
+    CHECK(timingRowVerdict(74, 100) == ProbeVerdict::Fail);
+    CHECK(timingRowVerdict(100, 0) == ProbeVerdict::Measured);
+    CHECK(timingRowVerdict(100, 100, 0) == ProbeVerdict::Measured);
+    CHECK(combineVerdicts({ProbeVerdict::Measured, ProbeVerdict::Pass}) == ProbeVerdict::Pass);
+    CHECK(combineVerdicts({ProbeVerdict::Measured}) == ProbeVerdict::Measured);
+    CHECK(combineVerdicts({ProbeVerdict::Pass, ProbeVerdict::Fail}) == ProbeVerdict::Fail);
+
+    const char* doc = R"({"results": [
+        {"probe": "allocation", "verdict": "pass", "measured_bytes": 10, "predicted_bytes": 10},
+        {"probe": "limit", "verdict": "pass", "verified_tokens": 1600, "predicted_tokens": 1600, "block_tokens": 16,
+         "frontier": [{"verified": true}, {"verified": false}]},
+        {"probe": "timing", "verdict": "pass", "tolerance_fraction": 0.25,
+         "decode": [{"step_ms": 10, "predicted_step_ms": 10, "calibration": true, "verdict": "measured"},
+                    {"step_ms": 20, "predicted_step_ms": 10, "verdict": "pass"}]},
+        {"probe": "limit", "verdict": "not-supported"}]})";
+    const auto problems = recheckProbeVerdicts(doc);
+    REQUIRE(problems.size() == 2);
+    CHECK_THAT(problems[0], Catch::Contains("results[1] (limit): recorded pass, its values give fail"));
+    CHECK_THAT(problems[1], Catch::Contains("decode[1] recorded pass, its times give fail"));
+    CHECK(recheckProbeVerdicts("[1]").size() == 1);
+    CHECK(recheckProbeVerdicts(R"({"results": [{"probe": "timing"}]})").size() == 1);
+}
+
+TEST_CASE("a budget above the free memory is refused before anything is allocated", "[probes][budget]")
+{
+    CHECK(budgetRefusal(DeviceKind::Cpu, Bytes{2ull << 30}, Bytes{4ull << 30}).empty());
+    CHECK_THAT(budgetRefusal(DeviceKind::Cpu, Bytes{8ull << 30}, Bytes{4ull << 30}),
+               Catch::Contains("larger than the device's free memory, 4.00 GiB (MemAvailable"));
+    CHECK_THAT(budgetRefusal(DeviceKind::Cuda, Bytes{8ull << 30}, Bytes{4ull << 30}), Catch::Contains("cudaMemGetInfo"));
+    ProbeRequest request;
+    request.device = DeviceSpec{};
+    request.budget = Bytes{std::uint64_t{1} << 50};
+    request.model = tiny();
+    request.probes = {ProbeKind::Allocation, ProbeKind::Limit};
+    NullProgress progress;
+    const ProbeReport report = runProbes(request, progress);
+    CHECK_THAT(report.device.error, Catch::Contains("larger than the device's free memory"));
+    REQUIRE(report.results.size() == 2);
+    CHECK(report.results[1].verdict() == ProbeVerdict::Fail);
+    CHECK_FALSE(report.allPassed());
 }

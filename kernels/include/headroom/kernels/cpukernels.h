@@ -7,6 +7,9 @@
 
 #include "headroom/kernels/types.h"
 
+#include <cstddef>
+#include <cstdint>
+
 namespace headroom::kernels {
 
 /// Options of the fast CPU kernels.
@@ -29,6 +32,13 @@ bool supportsDecodeAttentionCpu(const DecodeAttentionArgs& args);
 /// query heads of the group, so each KV head is read once (shapes in DecodeAttentionArgs).
 /// Errors: InvalidArgument, NotSupported.
 Status decodeAttentionCpu(const DecodeAttentionArgs& args, CpuOptions options = {});
+
+/// The cache write of KvAppendArgs on the host: every index checked first (InvalidArgument,
+/// nothing written), then one row copy per (sequence, KV head) for K and V.
+Status appendKvCpu(const KvAppendArgs& args);
+
+/// out[i] = fp16(in[i]) for i < @p count (formats::floatToHalf). Errors: InvalidArgument.
+Status floatToHalfCpu(const float* in, std::uint16_t* out, std::size_t count);
 
 /// Whether the AVX2/FMA/F16C build of the CPU loops is used on this machine.
 bool cpuUsesAvx2();

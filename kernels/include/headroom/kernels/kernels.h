@@ -7,6 +7,7 @@
 #include "headroom/kernels/types.h"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace headroom::kernels {
 
@@ -46,5 +47,16 @@ std::size_t attentionWorkspaceBytes(Backend backend, const DecodeAttentionArgs& 
 /// Decode attention on @p backend (shapes in DecodeAttentionArgs); for Cuda, args.workspace
 /// must hold attentionWorkspaceBytes() bytes of device memory. Errors as gemv().
 Status decodeAttention(Backend backend, const DecodeAttentionArgs& args, void* stream = nullptr);
+
+/// Writes the new token's K and V of every sequence into its cache (KvAppendArgs) on @p backend
+/// (both CPU backends run the same copy loop). The CPU checks seqLens and block ids (an index
+/// outside the cache is InvalidArgument, nothing written); CUDA skips out-of-range rows.
+/// Errors: InvalidArgument, NoDevice (Cuda not built), CudaError.
+Status appendKv(Backend backend, const KvAppendArgs& args, void* stream = nullptr);
+
+/// out[i] = fp16(in[i]) for i < @p count (round to nearest even), on @p backend: the fp32
+/// attention output becomes the fp16 input of the o projection. Errors: InvalidArgument
+/// (null pointers, count 0), NoDevice, CudaError.
+Status floatToHalf(Backend backend, const float* in, std::uint16_t* out, std::size_t count, void* stream = nullptr);
 
 } // namespace headroom::kernels

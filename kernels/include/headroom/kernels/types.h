@@ -93,8 +93,36 @@ struct DecodeAttentionArgs {
     float effectiveScale() const;
 };
 
+/// The decode step's cache write: the new token's keys and values of each of B sequences go to
+/// position seqLens[b] - 1 of its cache (which then holds seqLens[b] tokens, the last one new):
+/// K[b][h][seqLens[b] - 1][:] = kNew[b][h][:], and the same for V, for every KV head h. The cache
+/// geometry is that of DecodeAttentionArgs (contiguous or paged, same shapes).
+struct KvAppendArgs {
+    std::uint32_t batch = 0;      ///< B, sequences
+    std::uint32_t numKvHeads = 0; ///< H_kv
+    std::uint32_t headDim = 0;    ///< D (of K and of V)
+    const std::uint16_t* kNew = nullptr; ///< fp16 new keys [B][H_kv][D]
+    const std::uint16_t* vNew = nullptr; ///< fp16 new values [B][H_kv][D]
+    const std::int32_t* seqLens = nullptr; ///< tokens in each sequence's cache after the write [B], 1..maxSeqTokens()
+    KvLayout layout = KvLayout::Contiguous; ///< layout of k, v
+    std::uint16_t* k = nullptr;   ///< fp16 keys, written: [B][H_kv][maxTokens][D] or [numBlocks][H_kv][blockTokens][D]
+    std::uint16_t* v = nullptr;   ///< fp16 values, same shape as k
+    std::uint32_t maxTokens = 0;  ///< Contiguous: token capacity of each sequence
+    const std::int32_t* blockTable = nullptr; ///< Paged: block ids [B][maxBlocksPerSeq]
+    std::uint32_t maxBlocksPerSeq = 0; ///< Paged: columns of blockTable
+    std::uint32_t blockTokens = kDefaultKvBlockTokens; ///< Paged: tokens per block
+    std::uint32_t numBlocks = 0;  ///< Paged: blocks in the pool
+
+    /// Upper bound of seqLens: maxTokens (Contiguous) or maxBlocksPerSeq * blockTokens (Paged).
+    std::uint32_t maxSeqTokens() const {
+        return layout == KvLayout::Contiguous ? maxTokens : maxBlocksPerSeq * blockTokens;
+    }
+};
+
 /// Checks the sizes, pointers and layout of @p args (not the contents of device memory).
 Status validate(const GemvArgs& args);
+/// Checks the sizes and pointers of @p args (host-side fields only).
+Status validate(const KvAppendArgs& args);
 /// Checks the sizes and pointers of @p args (host-side fields only; seqLens and blockTable
 /// contents are checked by the CPU kernels, which can read them).
 Status validate(const DecodeAttentionArgs& args);

@@ -3,6 +3,8 @@
 /// What every probe shares: progress and cancellation as plain data (STYLE §2), and a result with
 /// predicted and measured values that serialises to JSON (keys end in their unit, STYLE §14).
 
+#include "headroom/core/probeverdict.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -46,10 +48,15 @@ struct ProbeResult {
     bool pass = false;         ///< the check held (predicted vs measured within its tolerance)
     bool cancelled = false;    ///< stopped by the caller; pass is false
     bool supported = true;     ///< false when the probe cannot run this input here (pass is false)
+    bool judged = true;        ///< false when the probe measured without a stated criterion (no pass, no fail)
     std::string summary;       ///< one line for people
     std::vector<std::pair<std::string, ProbeValue>> values; ///< in insertion order; keys end in units
     std::vector<std::string> notes;  ///< how it was measured, simplifications, warnings
 
+    /// The verdict (core/probeverdict.h): Cancelled, NotSupported, Measured (not judged), Pass or Fail.
+    ProbeVerdict verdict() const;
+    /// Sets pass, judged, supported and cancelled from @p verdict.
+    void setVerdict(ProbeVerdict verdict);
     /// Sets (or replaces) @p key.
     void set(std::string key, ProbeValue value);
     /// The value of @p key, if present.
@@ -80,8 +87,8 @@ struct DeviceSummary {
     std::string error;          ///< why the device could not be opened ("" when it was)
 };
 
-/// One result as a JSON object: {"probe", "pass", "summary", [cancelled, supported when not
-/// default], each value under its key, "notes": [...]}. @p indent -1 for one line.
+/// One result as a JSON object: {"probe", "verdict" (probeVerdictName), "pass", "summary",
+/// [cancelled, supported when not default], each value under its key, "notes": [...]}. @p indent -1 for one line.
 std::string probeResultToJson(const ProbeResult& result, int indent = 2);
 /// The CLI's `--json` document: {"schema_version": 1, "device": {...}, "results": [...]}.
 std::string probeResultsToJson(const DeviceSummary& device, const std::vector<ProbeResult>& results, int indent = 2);

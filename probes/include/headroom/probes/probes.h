@@ -106,18 +106,23 @@ struct LimitProbeOptions {
     ChildTestHook testHook = ChildTestHook::None; ///< tests only
 };
 
-/// The largest resident tokens that run: weights and decode scratch allocated once, then the KV
-/// pool of N blocks allocated and touched and one real decode step run over it (every layer's
-/// q/k/v/o and MLP GEMVs, paged decode attention over the whole cache, the logits GEMV) on
-/// synthetic weights; N starts at the prediction, is raised while it runs and bisected when it
-/// fails. Then each frontier point (users x context from the plan) runs one step over the pool.
-/// Runs in a child process (Isolation): a crash becomes a failed result naming the signal;
-/// cancellation kills the child. Keys: predicted_tokens, verified_tokens, predicted_blocks,
-/// verified_blocks, budget_bytes, weights_bytes, workspace_bytes, kv_bytes_per_token,
-/// step_ms (the decode step at the limit), trials, frontier [{users, context_tokens, predicted,
-/// verified, step_ms}]. Pass: verified <= predicted and verified >= 99% of predicted, and every
-/// checked frontier point ran.
-/// @p budget: the cap (nullopt: the device's free memory, CUDA; required on the CPU).
+/// The largest resident tokens that run, proved with as few full-cache steps as the proof needs
+/// (issue 12): weights and decode scratch allocated once; the KV pool of the predicted N blocks
+/// allocated and touched once; one more block allocated on top of it (raised by doubling extra
+/// allocations while they fit, bisected on allocations, never re-touching the pool; bisected on
+/// whole pools only when the prediction itself does not fit); then one real decode step over the
+/// whole pool at the limit (every layer's q/k/v GEMVs, the new token's K and V written into the
+/// paged cache, paged decode attention over the whole cache, o and MLP GEMVs, the logits GEMV) on
+/// synthetic weights. Each frontier point (users x context from the plan) is checked by its blocks
+/// against the verified pool plus one decode step over its own sequences. Time grows linearly with
+/// the budget (the pool is touched once; each step reads it once). Runs in a child process
+/// (Isolation): a crash becomes a failed result naming the signal; cancellation kills the child.
+/// Keys: predicted_tokens, verified_tokens, predicted_blocks, allocated_blocks, verified_blocks,
+/// block_tokens, budget_bytes, weights_bytes, workspace_bytes, kv_bytes_per_token, step_ms (the
+/// step at the limit), trials [{blocks, tokens, extra, allocated, error}], allocation_trials,
+/// full_steps, frontier [{users, context_tokens, blocks, predicted, verified, step_ms}].
+/// Verdict: limitVerdict (core/probeverdict.h). A budget above the device's free memory is
+/// refused (budgetRefusal).
 ProbeResult runLimitProbe(const DeviceSpec& device, std::optional<Bytes> budget, const ModelInputs& model,
                           const LimitProbeOptions& options, ProbeProgress& progress);
 
@@ -132,20 +137,25 @@ struct TimingProbeOptions {
     double bandwidthGBps = 0;            ///< measured B_read for the roofline prediction (0 = none)
 };
 
-/// CPU defaults: batches 1, 4, 16, 64; contexts 16..32k in four points; prompts 16 and 64; one
-/// warm-up and 3 timed runs (a 2-core host takes ~0.3 s per bf16 step of a 0.5B model and ~5 s at
-/// batch 64).
+/// CPU defaults: batches 1, 4, 16 at 512 tokens; contexts 4,096 and 16,384; prompts 16 and 64;
+/// one warm-up and 3 timed runs (a loaded 2-core host takes ~0.15-0.3 s per bf16 step of a 0.5B
+/// model).
 TimingProbeOptions cpuTimingDefaults();
 
 /// Decode step time against batch (1..64) and context, prefill time against prompt length,
 /// measured with CUDA events (steady clock on the CPU) after warm-up, medians, cold caches (a
 /// buffer of 5x the last-level cache is rewritten before each timed run unless the step itself
 /// streams more than that). Prefill runs the prompt in chunks of 64 tokens: batched GEMVs and
-/// causal attention (each token of the chunk attends to the tokens before it). Gives tokens/s,
-/// TTFT (prefill of the prompt), TPOT (step at batch 1) and the knee (first batch of the sweep
-/// whose next point gains < 15 % tokens/s). Keys: decode [{batch, context_tokens, step_ms, tokens_per_s,
-/// predicted_step_ms}], context [...], prefill [{prompt_tokens, ttft_ms, tokens_per_s}],
-/// tpot_ms, knee_batch, weights_bytes.
+/// causal attention. The speed model is then calibrated by what was measured
+/// (core/speed/calibration.h): the decode bandwidth from the batch-1 point with the fewest cached
+/// tokens, the compute peak from the longest prefill; those rows are marked "calibration" and
+/// carry no verdict; every other row shows the measured and the predicted time, their ratio, and
+/// a verdict against +-kTimingTolerance (timingRowVerdict). Keys: decode [{batch,
+/// context_tokens, step_ms, tokens_per_s, predicted_step_ms, ratio, verdict, calibration?, cv}],
+/// context [...], prefill [{prompt_tokens, ttft_ms, tokens_per_s, predicted_ttft_ms, ratio,
+/// verdict, ...}], calibrated_bandwidth_gbps, calibrated_peak_tflops, read_bandwidth_gbps and
+/// bandwidth_fraction (with the device probe's B_read), tolerance_fraction, rows_judged,
+/// rows_within_tolerance, tpot_ms, knee_batch, predicted_knee_batch, weights_bytes.
 ProbeResult runTimingProbe(Device& device, const ModelInputs& model, const TimingProbeOptions& options,
                            ProbeProgress& progress);
 
@@ -183,9 +193,15 @@ struct ProbeRequest {
 struct ProbeReport {
     DeviceSummary device;              ///< the device (error set when it could not be opened)
     std::vector<ProbeResult> results;  ///< in the order asked for
-    /// True when every result passed.
+    /// True when the device opened and no result failed or was cancelled ("measured" and "not
+    /// supported" results are no failure).
     bool allPassed() const;
 };
+
+/// Why a @p budget cannot be used on a device with @p freeBytes free (CPU: MemAvailable; CUDA:
+/// cudaMemGetInfo's free): a budget above the free memory would drive the machine into the OOM
+/// killer (or cudaMalloc failures) instead of emulating a smaller card. "" when it can be used.
+std::string budgetRefusal(DeviceKind kind, Bytes budget, Bytes freeBytes);
 
 /// Default budget of the CPU device when none is given: 2 GiB.
 inline constexpr std::uint64_t kDefaultCpuBudgetBytes = 2ull << 30;
