@@ -126,6 +126,13 @@ void runCheck(const ReportOptions& o, CliContext& ctx)
         return;
     }
     const std::string versions = "written by headroom " + check->reportedVersion + ", recomputed with " + check->currentVersion;
+    if (!check->probeVerdictProblems.empty()) {
+        std::cout << o.check << ": " << check->probeVerdictProblems.size()
+                  << " probe verdict(s) that their own values do not give:\n";
+        for (const std::string& p : check->probeVerdictProblems)
+            std::cout << "  probes." << p << '\n';
+        ctx.exitCode = kDriftExitCode;
+    }
     if (check->drifts.empty()) {
         std::cout << o.check << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": no drift\n";
         return;

@@ -1,4 +1,5 @@
 #include "headroom/core/report/report.h"
+#include "headroom/core/probeverdict.h"
 
 #include "headroom/core/enginepolicy.h"
 #include "headroom/core/launchflags.h"
@@ -406,6 +407,8 @@ tl::expected<ReportCheck, ReportError> checkImpl(const std::string& reportJson, 
     if (!now)
         return tl::unexpected(now.error());
     check.recomputed = true;
+    if (stored.contains("probes") && stored["probes"].is_object())
+        check.probeVerdictProblems = recheckProbeVerdicts(stored["probes"].dump());
 
     json a = stored;
     json b = *now;

@@ -470,19 +470,23 @@ Section probesSection(const json& probes)
                 into += (into.empty() ? "" : "; ") + valueWithUnit("_" + k.substr(prefix.size()), it.value());
                 return true;
             };
-            if (k == "probe" || k == "pass")
+            if (k == "probe" || k == "pass" || k == "verdict")
                 continue;
             if (add(predicted, "predicted_") || add(measured, "measured_") || add(margin, "margin_"))
                 continue;
             details += (details.empty() ? "" : "; ") + k + " " + valueWithUnit(k, it.value());
         }
-        const bool pass = res["pass"].get<bool>();
+        // The verdict as the probe recorded it (core/probeverdict.h); older files carry only "pass".
+        const std::string verdict = res.contains("verdict") && res["verdict"].is_string()
+            ? res["verdict"].get<std::string>() : (res.value("pass", false) ? "pass" : "fail");
+        const bool pass = verdict == "pass";
         passed += pass;
+        const std::string shown = verdict == "fail" ? "FAIL" : verdict == "not-supported" ? "not supported" : verdict;
         addRow(r,
-               {res["probe"].get<std::string>(), pass ? "pass" : "FAIL", predicted.empty() ? kDash : predicted,
+               {res["probe"].get<std::string>(), shown, predicted.empty() ? kDash : predicted,
                 measured.empty() ? kDash : measured, margin.empty() ? kDash : margin, details.empty() ? kDash : details},
-               {CellStatus::Plain, pass ? CellStatus::Pass : CellStatus::Fail, CellStatus::Plain, CellStatus::Plain,
-                CellStatus::Plain, CellStatus::Plain});
+               {CellStatus::Plain, pass ? CellStatus::Pass : verdict == "fail" ? CellStatus::Fail : CellStatus::Plain,
+                CellStatus::Plain, CellStatus::Plain, CellStatus::Plain, CellStatus::Plain});
     }
     s.blocks.push_back(paragraph(std::to_string(passed) + " of " + std::to_string(probes["results"].size())
                                  + " probes passed on " + device["name"].get<std::string>() + "."));

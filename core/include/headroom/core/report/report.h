@@ -72,6 +72,9 @@ struct ReportCheck {
     std::string currentVersion;            ///< this build's toolVersion()
     std::vector<ReportDrift> drifts;       ///< empty: the plan recomputes to the same report
     bool recomputed = false;               ///< false when the schema failed (no recomputation)
+    /// Probe verdicts that their own recorded values do not give (recheckProbeVerdicts of
+    /// core/probeverdict.h over the "probes" block); empty when every verdict holds.
+    std::vector<std::string> probeVerdictProblems;
 };
 
 /// Validates @p reportJson against the schema, then rebuilds every request from the report's
