@@ -474,7 +474,9 @@ Section probesSection(const json& probes)
                 continue;
             if (add(predicted, "predicted_") || add(measured, "measured_") || add(margin, "margin_"))
                 continue;
-            details += (details.empty() ? "" : "; ") + k + " " + valueWithUnit(k, it.value());
+            // The probe's own one-line summary; tables (arrays, objects) and notes stay in the JSON.
+            if (k == "summary" && it.value().is_string())
+                details = it.value().get<std::string>();
         }
         // The verdict as the probe recorded it (core/probeverdict.h); older files carry only "pass".
         const std::string verdict = res.contains("verdict") && res["verdict"].is_string()
