@@ -461,7 +461,7 @@ Section probesSection(const json& probes)
                         {false, false, true, true, true, false});
     std::size_t passed = 0;
     for (const json& res : probes["results"]) {
-        std::string predicted, measured, margin, details;
+        std::string predicted, measured, margin, details, summary;
         for (auto it = res.begin(); it != res.end(); ++it) {
             const std::string& k = it.key();
             const auto add = [&](std::string& into, const std::string& prefix) {
@@ -474,10 +474,15 @@ Section probesSection(const json& probes)
                 continue;
             if (add(predicted, "predicted_") || add(measured, "measured_") || add(margin, "margin_"))
                 continue;
-            // The probe's own one-line summary; tables (arrays, objects) and notes stay in the JSON.
+            // The probe's own one-line summary, else its other scalars; tables (arrays, objects)
+            // and notes stay in the JSON.
             if (k == "summary" && it.value().is_string())
-                details = it.value().get<std::string>();
+                summary = it.value().get<std::string>();
+            else if (!it.value().is_structured())
+                details += (details.empty() ? "" : "; ") + k + " " + valueWithUnit(k, it.value());
         }
+        if (!summary.empty())
+            details = summary;
         // The verdict as the probe recorded it (core/probeverdict.h); older files carry only "pass".
         const std::string verdict = res.contains("verdict") && res["verdict"].is_string()
             ? res["verdict"].get<std::string>() : (res.value("pass", false) ? "pass" : "fail");
