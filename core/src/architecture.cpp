@@ -66,6 +66,8 @@ std::string validateArchitecture(const Architecture& a)
             return outOfRange("expert_ffn_size", a.moe.expertFfnSize, 1, kMaxIntermediate);
         if (a.moe.denseFirstLayers > a.layers)
             return "dense_first_layers exceeds layers";
+        if (a.moe.layerStep < 1 || a.moe.layerStep > a.layers)
+            return "moe layer_step " + std::to_string(a.moe.layerStep) + " must be in 1.." + std::to_string(a.layers);
     }
     if (!a.sliding.slidingLayers.empty() && a.sliding.slidingLayers.size() != a.layers)
         return "sliding window layer list has " + std::to_string(a.sliding.slidingLayers.size())

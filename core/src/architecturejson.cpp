@@ -133,12 +133,14 @@ bool readMoe(const json& j, const std::string& pointer, MoeConfig& moe, std::str
 {
     ObjectReader r(j, pointer, key, message);
     return r.checkObject(
-               {"expert_count", "experts_per_token", "shared_experts", "expert_ffn_size", "dense_first_layers"})
+               {"expert_count", "experts_per_token", "shared_experts", "expert_ffn_size", "dense_first_layers",
+                "layer_step"})
         && r.unsignedValue("expert_count", moe.expertCount, true, 1)
         && r.unsignedValue("experts_per_token", moe.expertsPerToken, true, 1)
         && r.unsignedValue("shared_experts", moe.sharedExperts, true)
         && r.unsignedValue("expert_ffn_size", moe.expertFfnSize, true, 1)
         && r.unsignedValue("dense_first_layers", moe.denseFirstLayers, true)
+        && (!r.has("layer_step") || r.unsignedValue("layer_step", moe.layerStep, true, 1))
         && (moe.expertsPerToken <= moe.expertCount
             || r.fail("experts_per_token", "experts_per_token " + std::to_string(moe.expertsPerToken)
                                                + " exceeds expert_count " + std::to_string(moe.expertCount)));
@@ -299,6 +301,8 @@ nlohmann::json architectureToJson(const Architecture& a)
                     {"shared_experts", a.moe.sharedExperts},
                     {"expert_ffn_size", a.moe.expertFfnSize},
                     {"dense_first_layers", a.moe.denseFirstLayers}};
+        if (a.moe.layerStep > 1)
+            j["moe"]["layer_step"] = a.moe.layerStep;
     }
     if (a.mla.enabled()) {
         j["mla"] = {{"kv_lora_rank", a.mla.kvLoraRank},

@@ -28,7 +28,7 @@ public:
                 addMlaAttention();
             else
                 addAttention(i);
-            if (m_arch.moe.enabled() && i >= m_arch.moe.denseFirstLayers)
+            if (m_arch.moe.isMoeLayer(i))
                 addMoe();
             else
                 addDenseMlp("mlp.", m_arch.intermediateSize, TensorRole::MlpMatrix);

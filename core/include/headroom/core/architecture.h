@@ -26,8 +26,16 @@ struct MoeConfig {
     std::uint32_t sharedExperts = 0;     ///< always-on experts (DeepSeek), each expertFfnSize wide
     std::uint64_t expertFfnSize = 0;     ///< intermediate size of one expert
     std::uint32_t denseFirstLayers = 0;  ///< leading layers with a dense MLP (first_k_dense_replace)
+    /// Every layerStep-th layer is MoE, the others dense (Llama 4 interleave_moe_layer_step,
+    /// transformers modeling_llama4.py: layer i is MoE when (i + 1) % step == 0); 1 = every layer.
+    std::uint32_t layerStep = 1;
 
     bool enabled() const { return expertCount > 0; }
+    /// Whether layer @p i has the MoE block (past the dense first layers, on the interleave).
+    bool isMoeLayer(std::uint32_t i) const
+    {
+        return enabled() && i >= denseFirstLayers && (layerStep <= 1 || (i + 1) % layerStep == 0);
+    }
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 §2.1): the cache holds one

@@ -1,0 +1,90 @@
+// The catalog of today's models (profiles/models): each profile's KV bytes per token and layer
+// layout worked out by hand from its published config.json (the parameter counts are checked
+// against the published totals for every profile in tst_profiles.cpp).
+#include "fixtures.h"
+
+#include "headroom/core/kvcache.h"
+#include "headroom/core/parameters.h"
+#include "headroom/core/profiles.h"
+
+#include <catch2/catch.hpp>
+
+using namespace headroom;
+
+namespace {
+
+const Architecture& arch(const char* id)
+{
+    static const ProfileSet set = [] {
+        auto s = loadProfiles(test::sourcePath("profiles"));
+        REQUIRE(s);
+        return *s;
+    }();
+    const ModelProfile* m = set.findModel(id);
+    INFO(id);
+    REQUIRE(m != nullptr);
+    REQUIRE(m->architecture);
+    return *m->architecture;
+}
+
+KvLayout fp16(const char* id) { return kvLayout(arch(id), *findKvDtype("fp16")); }
+
+} // namespace
+
+TEST_CASE("catalog: dense GQA models store 2 x L x H_kv x d_head x 2 B per token", "[catalog]")
+{
+    CHECK(fp16("qwen3-0.6b").bytesPerToken().value == 2ull * 28 * 8 * 128 * 2);   // 114,688
+    CHECK(fp16("qwen3-32b").bytesPerToken().value == 2ull * 64 * 8 * 128 * 2);    // 262,144
+    CHECK(fp16("llama-3.2-1b").bytesPerToken().value == 2ull * 16 * 8 * 64 * 2);  // 32,768
+    CHECK(fp16("llama-3.1-405b").bytesPerToken().value == 2ull * 126 * 8 * 128 * 2);
+    CHECK(fp16("mistral-nemo-12b").bytesPerToken().value == 2ull * 40 * 8 * 128 * 2);
+    CHECK(fp16("phi-4").bytesPerToken().value == 2ull * 40 * 10 * 128 * 2);       // 204,800
+    CHECK(fp16("deepseek-r1-distill-qwen-1.5b").bytesPerToken().value == 2ull * 28 * 2 * 128 * 2);
+}
+
+TEST_CASE("catalog: MoE models keep every expert but the cache of their attention only", "[catalog]")
+{
+    CHECK(fp16("qwen3-30b-a3b").bytesPerToken().value == 2ull * 48 * 4 * 128 * 2);   // 98,304
+    CHECK(fp16("qwen3-235b-a22b").bytesPerToken().value == 2ull * 94 * 4 * 128 * 2); // 192,512
+    // DeepSeek-V3 MLA: (kv_lora_rank 512 + rope 64) per layer and token, 61 layers.
+    CHECK(fp16("deepseek-v3").bytesPerToken().value == 61ull * (512 + 64) * 2);      // 70,272
+    // Llama 4 Maverick interleaves MoE and dense layers (interleave_moe_layer_step 2): 24 MoE
+    // layers of 128 routed + 1 shared expert, 24 dense layers of intermediate_size_mlp 16384.
+    int moeLayers = 0;
+    int denseLayers = 0;
+    for (const TensorSpec& t : listTensors(arch("llama-4-maverick"))) {
+        if (t.name.find("mlp.gate.weight") != std::string::npos)
+            ++moeLayers;
+        if (t.name.find("mlp.gate_proj.weight") != std::string::npos && t.role == TensorRole::MlpMatrix) {
+            ++denseLayers;
+            CHECK(t.rows == 16384);
+        }
+    }
+    CHECK(moeLayers == 24);
+    CHECK(denseLayers == 24);
+    // Scout: every layer MoE (16 experts), text parameters 107.77B of the published 108.6B total
+    // (the rest is the vision encoder).
+    CHECK(parameterCount(arch("llama-4-scout")) == 107'769'861'120ull);
+}
+
+TEST_CASE("catalog: sliding-window layers are split from the global ones", "[catalog]")
+{
+    // gpt-oss-20b: 24 layers alternating window-128 and full attention, 8 KV heads of 64.
+    const KvLayout oss = fp16("gpt-oss-20b");
+    CHECK(oss.fullLayers == 12);
+    CHECK(oss.slidingLayers == 12);
+    CHECK(oss.windowTokens == 128);
+    CHECK(oss.fullBytesPerToken.value == 12ull * 8 * 64 * 2 * 2); // 24,576
+    // Gemma 3 12B: 48 layers, one global in six: 8 global, 40 sliding (window 1024), 8 KV heads of 256.
+    const KvLayout g = fp16("gemma-3-12b");
+    CHECK(g.fullLayers == 8);
+    CHECK(g.slidingLayers == 40);
+    CHECK(g.windowTokens == 1024);
+    CHECK(g.fullBytesPerToken.value == 8ull * 8 * 256 * 2 * 2);    // 65,536
+    CHECK(g.slidingBytesPerToken.value == 40ull * 8 * 256 * 2 * 2); // 327,680
+    // Gemma 3 1B: 26 layers -> layers 5, 11, 17, 23 global; window 512; 1 KV head of 256.
+    const KvLayout g1 = fp16("gemma-3-1b");
+    CHECK(g1.fullLayers == 4);
+    CHECK(g1.windowTokens == 512);
+    CHECK(g1.fullBytesPerToken.value == 4ull * 256 * 2 * 2);
+}
