@@ -1,0 +1,168 @@
+// llama.cpp / llama-server start-up lines (src/llama-context.cpp, src/llama-kv-cache.cpp,
+// src/llama-model.cpp, common/fit.cpp; older llama.cpp: llama_new_context_with_model,
+// llama_kv_cache_init, llm_load_tensors), from b2400 to the current "llama_context:" spelling.
+#include "enginelogshared.h"
+
+#include <vector>
+
+namespace headroom::enginelog {
+
+namespace {
+
+/// "   CUDA0 KV buffer size =  1536.00 MiB" -> ("CUDA0", bytes).
+bool bufferLine(Parser& p, std::string_view l, std::string_view kind, const char* term)
+{
+    const std::string key = std::string(" ") + std::string(kind) + " buffer size";
+    const auto at = l.find(key);
+    if (at == std::string_view::npos)
+        return false;
+    std::size_t e = at;
+    while (e > 0 && l[e - 1] == ' ')
+        --e;
+    std::size_t b = e;
+    while (b > 0 && l[b - 1] != ' ' && l[b - 1] != ':')
+        --b;
+    const std::string device(l.substr(b, e - b));
+    p.bytes(term, sizeAfter(l.substr(at), "="), device);
+    return true;
+}
+
+void contextNumber(Parser& p, std::string_view l, std::string_view key, const char* setting)
+{
+    const auto at = l.find(key);
+    if (at == std::string_view::npos)
+        return;
+    std::size_t pos = at + key.size();
+    while (pos < l.size() && l[pos] == ' ')
+        ++pos;
+    if (pos >= l.size() || l[pos] != '=')
+        return;
+    if (auto n = scanNumber(l, pos))
+        p.setting(setting, n->printed);
+}
+
+} // namespace
+
+void readLlamaCppLine(Parser& p, std::string_view l)
+{
+    const auto has = [&](std::string_view k) { return l.find(k) != std::string_view::npos; };
+    const bool ctx = has("llama_new_context_with_model:") || has("llama_context:") || has("llama_init_from_model:");
+    if (ctx || has("llama_kv_cache") || has("llm_load_tensors:") || has("load_tensors:") || has("llama_model_loader:"))
+        p.vote("llama.cpp", 2);
+    if (has("build: ") && (has("llama") || has("main:") || has("system_info"))) {
+        const std::string b = wordAfter(l, "build: ");
+        if (!b.empty() && std::isdigit(static_cast<unsigned char>(b[0])))
+            p.version("b" + b, "llama.cpp");
+    }
+    if (has("main: build = ")) {
+        const std::string b = wordAfter(l, "main: build = ");
+        if (!b.empty() && std::isdigit(static_cast<unsigned char>(b[0])))
+            p.version("b" + b, "llama.cpp");
+    }
+    if (const auto at = l.find("Device "); at != std::string_view::npos && has(", compute capability")) {
+        const auto colon = l.find(": ", at);
+        const auto comma = l.find(", compute capability");
+        if (colon != std::string_view::npos && colon < comma && p.log().devices.size() < 64) {
+            p.log().devices.emplace_back(l.substr(colon + 2, comma - colon - 2));
+            p.understood();
+        }
+    }
+    if (const auto at = l.find("using device "); at != std::string_view::npos && has(" MiB free")) {
+        const auto dash = l.rfind(" - ");
+        if (dash != std::string_view::npos)
+            if (auto free = sizeAt(l, dash + 3); free && !p.log().cardFreeBytes)
+                p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(free->value)};
+        p.understood();
+    }
+    if (ctx) {
+        contextNumber(p, l, "n_ctx", "n_ctx");
+        contextNumber(p, l, "n_ctx_per_seq", "n_ctx_seq");
+        contextNumber(p, l, "n_ctx_seq", "n_ctx_seq");
+        contextNumber(p, l, "n_batch", "n_batch");
+        contextNumber(p, l, "n_ubatch", "n_ubatch");
+        contextNumber(p, l, "n_seq_max", "n_seq_max");
+        if (const auto at = l.find("flash_attn"); at != std::string_view::npos) {
+            const std::string v = wordAfter(l.substr(at + 10), "=");
+            if (!v.empty())
+                p.setting("flash_attn", v);
+        }
+    }
+    if (has("offloaded ") && has(" layers to GPU"))
+        if (auto n = numberAfter(l, "offloaded ")) {
+            p.count("offloaded_layers", n);
+            p.setting("n-gpu-layers-offloaded", n->printed);
+        }
+    bufferLine(p, l, "model", "model_buffer") || bufferLine(p, l, "KV", "kv_buffer") ||
+        bufferLine(p, l, "compute", "compute_buffer") || bufferLine(p, l, "output", "output_buffer") ||
+        bufferLine(p, l, "RS", "rs_buffer");
+    if (has("KV self size")) {
+        p.bytes("kv_self", sizeAfter(l, "KV self size"));
+        const std::string k = wordAfter(l, "K (");
+        const std::string v = wordAfter(l, "V (");
+        if (!k.empty())
+            p.setting("-ctk", k.substr(0, k.find(')')));
+        if (!v.empty())
+            p.setting("-ctv", v.substr(0, v.find(')')));
+    }
+    if (has("llama_kv_cache") && has(": size = ") && has(" cells")) {
+        const auto at = l.find(": size = ");
+        p.bytes("kv_self", sizeAt(l, at + 9));
+        if (const auto paren = l.find('(', at); paren != std::string_view::npos)
+            p.count("kv_cells", scanNumber(l, paren + 1));
+        const std::string k = wordAfter(l, "K (");
+        const std::string v = wordAfter(l, "V (");
+        if (!k.empty())
+            p.setting("-ctk", k.substr(0, k.find(')')));
+        if (!v.empty())
+            p.setting("-ctv", v.substr(0, v.find(')')));
+    }
+    if (has("kv_size = ") && has("llama_kv_cache"))
+        p.count("kv_cells", numberAfter(l, "kv_size = "));
+    // --fit / exit table (llama-context.cpp llama_memory_breakdown_print):
+    // "| - CUDA0 (RTX 4090) | 24080 = 20000 + (3548 = 2228 + 896 + 424) + 532 |"
+    if (has("memory_breakdown") && has(" = ") && has(" + (")) {
+        const auto bar1 = l.find('|');
+        const auto bar2 = bar1 == std::string_view::npos ? bar1 : l.find('|', bar1 + 1);
+        const auto bar3 = bar2 == std::string_view::npos ? bar2 : l.find('|', bar2 + 1);
+        if (bar3 != std::string_view::npos) {
+            std::string_view cell = l.substr(bar1 + 1, bar2 - bar1 - 1);
+            while (!cell.empty() && (cell.front() == ' ' || cell.front() == '-'))
+                cell.remove_prefix(1);
+            while (!cell.empty() && cell.back() == ' ')
+                cell.remove_suffix(1);
+            const std::string device(cell);
+            // total, free, self, model, context, compute, unaccounted: seven numbers in order.
+            const std::string_view nums = l.substr(bar2 + 1, bar3 - bar2 - 1);
+            std::vector<Scanned> v;
+            for (std::size_t i = 0; i < nums.size() && v.size() < 8;) {
+                if (std::isdigit(static_cast<unsigned char>(nums[i]))) {
+                    auto n = scanNumber(nums, i);
+                    if (!n)
+                        break;
+                    v.push_back(*n);
+                    i = n->end;
+                } else {
+                    ++i;
+                }
+            }
+            if (v.size() == 7) {
+                p.vote("llama.cpp", 2);
+                constexpr double mib = 1048576.0;
+                const char* names[] = {"device_total", "device_free", "device_self", "breakdown_model", "breakdown_context",
+                                       "breakdown_compute", "unaccounted"};
+                for (int i = 0; i < 7; ++i)
+                    p.term(names[i], v[static_cast<std::size_t>(i)].value * mib, LogUnit::Bytes,
+                           v[static_cast<std::size_t>(i)].printed + " MiB", device);
+                if (!p.log().cardTotalBytes && device.find("CPU") == std::string::npos && device.find("Host") == std::string::npos) {
+                    p.log().cardTotalBytes = Bytes{static_cast<std::uint64_t>(v[0].value * mib)};
+                    if (!p.log().cardFreeBytes)
+                        p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(v[1].value * mib)};
+                }
+            }
+        }
+    }
+    if (const auto at = l.find("llama-server "); at != std::string_view::npos && (has(" -m ") || has(" --model ")))
+        readCommandLineFlags(p, l, at + 13);
+}
+
+} // namespace headroom::enginelog

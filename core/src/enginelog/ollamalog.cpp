@@ -1,0 +1,73 @@
+// Ollama server lines (llm/server.go, llm/memory.go at 0.5.x: the "offload" line with
+// memory.* fields; "starting llama server" with the runner's command line; routes.go
+// "Listening on ... (version V)"). Its runner's lines are read by llamacpplog.cpp.
+#include "enginelogshared.h"
+
+namespace headroom::enginelog {
+
+namespace {
+
+/// The value of key="..." or key=word in a logfmt line.
+std::string logfmt(std::string_view l, std::string_view key)
+{
+    const std::string k = " " + std::string(key) + "=";
+    auto at = l.find(k);
+    if (at == std::string_view::npos)
+        return {};
+    at += k.size();
+    if (at < l.size() && l[at] == '"') {
+        const auto close = l.find('"', at + 1);
+        return close == std::string_view::npos ? std::string() : std::string(l.substr(at + 1, close - at - 1));
+    }
+    const auto end = l.find(' ', at);
+    return std::string(l.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+}
+
+} // namespace
+
+void readOllamaLine(Parser& p, std::string_view l)
+{
+    const auto has = [&](std::string_view k) { return l.find(k) != std::string_view::npos; };
+    const bool logfmtLine = has("level=") && has("source=");
+    if (logfmtLine && (has("msg=offload") || has("msg=\"offload to")) ) {
+        p.vote("ollama", 4);
+        for (const char* key : {"memory.required.full", "memory.required.partial", "memory.required.kv",
+                                "memory.weights.total", "memory.weights.repeating", "memory.weights.nonrepeating",
+                                "memory.graph.full", "memory.graph.partial", "memory.gpu_overhead"}) {
+            const std::string v = logfmt(l, key);
+            if (auto s = sizeAt(v, 0))
+                p.term(std::string(key).substr(7), s->value, LogUnit::Bytes, s->printed);
+        }
+        const std::string avail = logfmt(l, "memory.available");
+        if (auto s = sizeAt(avail, avail.starts_with("[") ? 1 : 0)) {
+            p.term("available", s->value, LogUnit::Bytes, s->printed);
+            if (!p.log().cardFreeBytes)
+                p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(s->value)};
+        }
+        for (const char* key : {"layers.model", "layers.offload"})
+            if (auto n = scanNumber(logfmt(l, key), 0))
+                p.term(key, n->value, LogUnit::Count, n->printed);
+        const std::string split = logfmt(l, "layers.split");
+        if (!split.empty())
+            p.setting("layers.split", split);
+    }
+    if (logfmtLine && has("msg=\"starting llama server\"")) {
+        p.vote("ollama", 3);
+        const std::string cmd = logfmt(l, "cmd");
+        if (const auto runner = cmd.find(" runner "); runner != std::string::npos)
+            readCommandLineFlags(p, cmd, runner + 8);
+    }
+    if (logfmtLine && has("(version ")) {
+        p.vote("ollama", 2);
+        std::string v = wordAfter(l, "(version ");
+        p.version(v, "ollama");
+    }
+    if (logfmtLine && has("msg=\"enabling flash attention\"")) {
+        p.vote("ollama");
+        p.setting("OLLAMA_FLASH_ATTENTION", "1");
+    }
+    if (has("ollama_llama_server") || has("/ollama runner"))
+        p.vote("ollama", 2);
+}
+
+} // namespace headroom::enginelog

@@ -1,0 +1,141 @@
+// vLLM start-up lines (V1: v1/worker/gpu_worker.py, v1/worker/gpu_model_runner.py,
+// v1/core/kv_cache_utils.py; V0: worker/worker.py "Memory profiling results", executor "# GPU
+// blocks"), at the versions of tests/data/engine-logs (0.2.5 .. 0.19.0).
+#include "enginelogshared.h"
+
+namespace headroom::enginelog {
+
+namespace {
+
+bool has(std::string_view s, std::string_view k)
+{
+    return s.find(k) != std::string_view::npos;
+}
+
+void cardFrom(Parser& p, const std::optional<Scanned>& total, const std::optional<Scanned>& free)
+{
+    if (total && !p.log().cardTotalBytes)
+        p.log().cardTotalBytes = Bytes{static_cast<std::uint64_t>(total->value)};
+    if (free && !p.log().cardFreeBytes)
+        p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(free->value)};
+}
+
+} // namespace
+
+void readVllmLine(Parser& p, std::string_view l)
+{
+    if (auto v = l.find("vLLM API server version "); v != std::string_view::npos) {
+        p.vote("vllm", 3);
+        p.version(wordAfter(l, "vLLM API server version "), "vllm");
+    }
+    if (auto v = l.find("LLM engine (v"); v != std::string_view::npos) {
+        p.vote("vllm", 3);
+        std::string ver = wordAfter(l, "LLM engine (v");
+        p.version(ver, "vllm");
+        if (has(l, "V1 LLM engine"))
+            p.generation("V1");
+    }
+    if (const auto at = l.find("non-default args: {"); at != std::string_view::npos) {
+        p.vote("vllm", 2);
+        readKeyValues(p, l.substr(at + 18));
+    }
+    if (const auto at = l.find("vllm serve "); at != std::string_view::npos) {
+        p.vote("vllm", 2);
+        readCommandLineFlags(p, l, at + 11);
+    }
+    if (has(l, "max_num_batched_tokens=") && has(l, "Chunked prefill")) {
+        p.vote("vllm");
+        if (auto n = numberAfter(l, "max_num_batched_tokens="))
+            p.setting("max-num-batched-tokens", n->printed);
+    }
+    if (has(l, "worker init memory snapshot:")) {
+        p.vote("vllm", 2);
+        p.generation("V1");
+        cardFrom(p, sizeAfter(l, "total_memory="), sizeAfter(l, "free_memory="));
+        p.bytes("init_non_torch", sizeAfter(l, "non_torch_memory="));
+        p.bytes("init_cuda_memory", sizeAfter(l, "cuda_memory="));
+    }
+    if (has(l, "worker requested memory:")) {
+        p.vote("vllm", 2);
+        p.bytes("requested_memory", sizeAfter(l, "worker requested memory:"));
+    }
+    if (has(l, "Model loading took ")) {
+        p.vote("vllm", 2);
+        p.bytes("weights", sizeAfter(l, "Model loading took "));
+    }
+    if (has(l, "Loading model weights took ")) {
+        p.vote("vllm", 2);
+        p.bytes("weights", sizeAfter(l, "Loading model weights took "));
+    }
+    if (has(l, "Estimated CUDA graph memory:")) {
+        p.vote("vllm", 2);
+        p.bytes("cuda_graph_estimate", sizeAfter(l, "Estimated CUDA graph memory:"));
+    }
+    if (has(l, "Available KV cache memory:")) {
+        p.vote("vllm", 2);
+        p.generation("V1");
+        p.bytes("available_kv_cache", sizeAfter(l, "Available KV cache memory:"));
+    }
+    if (has(l, "GPU KV cache size:")) {
+        p.vote("vllm", 2);
+        p.generation("V1");
+        p.count("kv_cache_tokens", numberAfter(l, "GPU KV cache size:"), LogUnit::Tokens);
+    }
+    if (const auto at = l.find("Maximum concurrency for "); at != std::string_view::npos) {
+        p.vote("vllm", 2);
+        const auto len = scanNumber(l, at + 24);
+        const auto x = numberAfter(l, "tokens per request:");
+        if (len)
+            p.setting("max-model-len", std::to_string(static_cast<std::uint64_t>(len->value)));
+        p.count("max_concurrency", x, LogUnit::Ratio);
+    }
+    if (has(l, "Graph capturing finished in")) {
+        p.vote("vllm", 2);
+        p.bytes("cuda_graph_captured", sizeAfter(l, ", took "));
+    }
+    if (has(l, "GPU blocks:")) {
+        p.vote("vllm", 2);
+        p.count("num_gpu_blocks", numberAfter(l, "GPU blocks:"), LogUnit::Blocks);
+        p.count("num_cpu_blocks", numberAfter(l, "CPU blocks:"), LogUnit::Blocks);
+    }
+    // V0 0.6.x: one line of key=value.
+    if (has(l, "Memory profiling results:") && has(l, "total_gpu_memory=")) {
+        p.vote("vllm", 3);
+        p.generation("V0 (0.6.x)");
+        cardFrom(p, sizeAfter(l, "total_gpu_memory="), std::nullopt);
+        p.bytes("initial_memory_usage", sizeAfter(l, "initial_memory_usage="));
+        p.bytes("peak_torch", sizeAfter(l, "peak_torch_memory="));
+        p.bytes("non_torch", sizeAfter(l, "non_torch_memory="));
+        p.bytes("available_kv_cache", sizeAfter(l, "kv_cache_size="));
+        if (auto u = numberAfter(l, "gpu_memory_utilization="))
+            p.setting("gpu-memory-utilization", u->printed);
+    } else if (has(l, "Memory profiling results:")) {
+        p.vote("vllm", 3);
+        p.generation("V0 (0.6.5+)");
+        p.understood();
+    }
+    // V0 0.6.5+: the same results as a table, one line each.
+    if (has(l, "worker.py") || has(l, "gpu_worker.py")) {
+        if (const auto at = l.find("total_gpu_memory "); at != std::string_view::npos)
+            cardFrom(p, sizeAt(l, at + 17), std::nullopt);
+        if (const auto at = l.find("] gpu_memory_utilization "); at != std::string_view::npos)
+            if (auto u = scanNumber(l, at + 25))
+                p.setting("gpu-memory-utilization", u->printed);
+        if (const auto at = l.find("the current vLLM instance can use "); at != std::string_view::npos)
+            p.bytes("requested_memory", sizeAt(l, at + 34));
+        if (const auto at = l.find("model weights take "); at != std::string_view::npos)
+            p.bytes("weights", sizeAt(l, at + 19));
+        if (const auto at = l.find("] non_torch_memory "); at != std::string_view::npos)
+            p.bytes("non_torch", sizeAt(l, at + 19));
+        if (const auto at = l.find("PyTorch activation peak memory "); at != std::string_view::npos)
+            p.bytes("activation_peak", sizeAt(l, at + 31));
+        if (const auto at = l.find("available_kv_cache_memory "); at != std::string_view::npos)
+            p.bytes("available_kv_cache", sizeAt(l, at + 26));
+    }
+    if (has(l, "is larger than the maximum number of tokens that can be stored in KV cache (")) {
+        p.vote("vllm", 2);
+        p.count("kv_cache_tokens", numberAfter(l, "stored in KV cache ("), LogUnit::Tokens);
+    }
+}
+
+} // namespace headroom::enginelog

@@ -1,0 +1,219 @@
+// The engine start-up log parser (core/enginelog) on the corpus of real public logs
+// (tests/data/engine-logs) and on the damage real logs carry: ANSI colours, Windows line ends,
+// interleaved ranks, truncation, unknown engines and versions, oversized input.
+
+#include "headroom/core/enginelog/enginelog.h"
+
+#include "testconfig.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+using namespace headroom;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CorpusLog {
+    std::string id;
+    std::string engine;
+    std::string text;      ///< the verbatim lines, joined by '\n'
+    nlohmann::json figures;
+};
+
+std::vector<CorpusLog> corpus()
+{
+    std::vector<CorpusLog> out;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(HEADROOM_ENGINE_LOGS_DIR))
+        if (e.path().extension() == ".json")
+            files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+        std::ifstream in(f);
+        const nlohmann::json j = nlohmann::json::parse(in);
+        CorpusLog c;
+        c.id = j.at("id").get<std::string>();
+        c.engine = j.at("engine").get<std::string>();
+        for (const auto& line : j.at("log"))
+            c.text += line.get<std::string>() + "\n";
+        c.figures = j.at("figures");
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+/// The parser's term for a corpus figure (tests/data/engine-logs/README.md "Figure names"), in
+/// the figure's unit; every value of that name is returned (a log may print a figure twice, as
+/// the vLLM 0.2.5 PR text prints "current main" and "this PR").
+std::vector<double> parsedValues(const EngineLog& log, const std::string& engine, const std::string& figure)
+{
+    constexpr double gib = 1073741824.0;
+    constexpr double mib = 1048576.0;
+    auto all = [&](const char* name, double scale) {
+        std::vector<double> v;
+        for (const LogTerm& t : log.terms)
+            if (t.name == name)
+                v.push_back(t.value / scale);
+        return v;
+    };
+    auto one = [](std::optional<double> v, double scale) {
+        return v ? std::vector<double>{*v / scale} : std::vector<double>{};
+    };
+    if (figure == "available_kv_cache_bytes")
+        return all("available_kv_cache", gib);
+    if (figure == "kv_cache_bytes" || figure == "free_after_load_bytes")
+        return all(figure == "kv_cache_bytes" ? "kv_cache" : "free_after_load", gib);
+    if (figure == "kv_buffer_mib")
+        return engine == "ollama" && !log.find("kv_buffer") ? one(log.value("required.kv"), mib) : one(log.sumOverDevices("kv_buffer"), mib);
+    if (figure == "compute_buffer_mib")
+        return engine == "ollama" && !log.find("compute_buffer") ? one(log.value("graph.full"), mib)
+                                                                  : one(log.sumOverDevices("compute_buffer"), mib);
+    return all(figure.c_str(), 1.0);
+}
+
+} // namespace
+
+TEST_CASE("engine-log corpus: every log parsed, every printed figure read back", "[enginelog]")
+{
+    const auto logs = corpus();
+    REQUIRE(logs.size() >= 40);
+    int figures = 0;
+    for (const CorpusLog& c : logs) {
+        INFO(c.id);
+        auto log = parseEngineLog(c.text);
+        REQUIRE(log);
+        CHECK(log->engine == c.engine);
+        CHECK(log->warnings.empty());
+        CHECK_FALSE(log->understoodLines.empty());
+        for (const auto& f : c.figures) {
+            const std::string name = f.at("name").get<std::string>();
+            const double printed = f.at("printed").get<double>();
+            const auto values = parsedValues(*log, c.engine, name);
+            INFO(name << " printed " << printed << " (" << f.value("log", "") << ")");
+            // Exact to the printed digits: the parser scales by 2^30 and the test divides it back.
+            const bool found = std::any_of(values.begin(), values.end(),
+                                           [&](double v) { return std::fabs(v - printed) <= 1e-9 * std::max(1.0, printed); });
+            CHECK(found);
+            ++figures;
+        }
+    }
+    CHECK(figures >= 100);
+}
+
+TEST_CASE("a vLLM V1 log: engine, card, settings and every measured term", "[enginelog]")
+{
+    // vllm-0.19-llama-3.1-8b-h100-tp2 (llm-d-planner accuracy sweep), ranks interleaved as printed.
+    const std::string text =
+        "(APIServer pid=1) INFO 04-22 01:35:30 [entrypoints/utils.py:233] non-default args: {'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', 'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'tensor_parallel_size': 2, 'gpu_memory_utilization': 0.95, 'enable_prefix_caching': False}\r\n"
+        "(APIServer pid=1) INFO 04-22 01:35:31 [config/scheduler.py:238] Chunked prefill is enabled with max_num_batched_tokens=8192.\r\n"
+        "(Worker pid=445) DEBUG 04-22 01:35:55 [v1/worker/gpu_worker.py:284] worker init memory snapshot: torch_peak=0.01GiB, free_memory=77.66GiB, total_memory=79.19GiB, cuda_memory=1.53GiB, torch_memory=0.02GiB, non_torch_memory=1.51GiB, timestamp=1776821755.3217318, auto_measure=True\r\n"
+        "\x1b[1;36m(Worker_TP1 pid=445)\x1b[0m INFO 04-22 01:36:06 [v1/worker/gpu_model_runner.py:4820] Model loading took 7.52 GiB memory and 10.562171 seconds\r\n"
+        "\x1b[1;36m(Worker_TP0 pid=444)\x1b[0m INFO 04-22 01:36:06 [v1/worker/gpu_model_runner.py:4820] Model loading took 7.51 GiB memory and 10.562171 seconds\r\n"
+        "(Worker_TP1 pid=445) INFO 04-22 01:36:26 [v1/worker/gpu_model_runner.py:5955] Estimated CUDA graph memory: 1.69 GiB total\r\n"
+        "(Worker_TP0 pid=444) INFO 04-22 01:36:26 [v1/worker/gpu_worker.py:436] Available KV cache memory: 63.76 GiB\r\n"
+        "(EngineCore pid=245) INFO 04-22 01:36:26 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 1,044,688 tokens\r\n"
+        "(EngineCore pid=245) INFO 04-22 01:36:26 [v1/core/kv_cache_utils.py:1324] Maximum concurrency for 8,192 tokens per request: 127.53x\r\n"
+        "(Worker_TP0 pid=444) INFO 04-22 01:36:30 [v1/worker/gpu_model_runner.py:6046] Graph capturing finished in 4 secs, took 0.76 GiB\r\n"
+        "(Worker_TP0 pid=444) INFO 04-22 01:36:30 [v1/worker/gpu_model_runner.py:6046] Graph capt"; // truncated mid-line
+    auto log = parseEngineLog(text);
+    REQUIRE(log);
+    CHECK(log->engine == "vllm");
+    CHECK(log->version.empty());
+    CHECK(log->generation == "V1");
+    CHECK(log->summary() == "This log is from vLLM (version not printed; the lines are V1's); 10 of 11 lines were understood.");
+    REQUIRE(log->cardTotalBytes);
+    CHECK(log->cardTotalBytes->value == static_cast<std::uint64_t>(79.19 * 1073741824.0));
+    CHECK(log->cardFreeBytes->value == static_cast<std::uint64_t>(77.66 * 1073741824.0));
+    CHECK(log->settings.at("max-model-len") == "8192");
+    CHECK(log->settings.at("tensor-parallel-size") == "2");
+    CHECK(log->settings.at("gpu-memory-utilization") == "0.95");
+    CHECK(log->settings.at("max-num-batched-tokens") == "8192");
+    CHECK(log->settings.at("enable-prefix-caching") == "False");
+    // Rank 0's figure wins over the rank printed first.
+    CHECK(log->find("weights")->rank == "Worker_TP0");
+    CHECK(*log->value("weights") == Approx(7.51 * 1073741824.0).epsilon(1e-12));
+    CHECK(*log->value("cuda_graph_estimate") == Approx(1.69 * 1073741824.0).epsilon(1e-12));
+    CHECK(*log->value("cuda_graph_captured") == Approx(0.76 * 1073741824.0).epsilon(1e-12));
+    CHECK(*log->value("kv_cache_tokens") == 1'044'688);
+    CHECK(*log->value("max_concurrency") == Approx(127.53));
+    CHECK(*log->value("init_non_torch") == Approx(1.51 * 1073741824.0).epsilon(1e-12));
+    CHECK(log->ranks == std::vector<std::string>{"APIServer", "Worker", "Worker_TP1", "Worker_TP0", "EngineCore"});
+}
+
+TEST_CASE("versions printed, and logs of no known engine", "[enginelog]")
+{
+    auto v = parseEngineLog("INFO 12-13 19:50:01 api_server.py:585] vLLM API server version 0.6.5\n"
+                            "INFO 12-13 19:54:18 worker.py:243] Memory profiling results:\n");
+    REQUIRE(v);
+    CHECK(v->summary() == "This log is from vLLM 0.6.5; 2 of 2 lines were understood.");
+    auto none = parseEngineLog("hello\nworld\n");
+    REQUIRE(none);
+    CHECK(none->engine.empty());
+    CHECK(none->summary() == "This log is from an engine not recognised; 0 of 2 lines were understood.");
+    CHECK(none->warnings == std::vector<std::string>{"no line of a known engine's start-up was understood"});
+    auto sg = parseEngineLog("[2025-03-08 12:29:21 DP0 TP3] KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB\n"
+                             "[2025-03-08 12:29:21 DP0 TP0] KV Cache is allocated. #tokens: 46610, K size: 1.42 GB, V size: 1.42 GB\n");
+    REQUIRE(sg);
+    CHECK(sg->engine == "sglang");
+    CHECK(*sg->value("max_total_num_tokens") == 46610); // rank 0
+    CHECK(sg->ranks == std::vector<std::string>{"DP0 TP3", "DP0 TP0"});
+}
+
+TEST_CASE("llama.cpp and Ollama: buffers per device, context, the runner inside Ollama", "[enginelog]")
+{
+    const std::string text =
+        "time=2024-12-15T01:34:58.907+09:00 level=INFO source=routes.go:1310 msg=\"Listening on 127.0.0.1:11434 (version 0.5.1)\"\n"
+        "time=2024-12-15T01:34:58.907+09:00 level=INFO source=memory.go:356 msg=\"offload to cuda\" layers.requested=-1 layers.model=29 layers.offload=29 layers.split=\"\" memory.available=\"[78.6 GiB]\" memory.gpu_overhead=\"0 B\" memory.required.full=\"3.7 GiB\" memory.required.partial=\"3.7 GiB\" memory.required.kv=\"896.0 MiB\" memory.required.allocations=\"[3.7 GiB]\" memory.weights.total=\"2.4 GiB\" memory.weights.repeating=\"2.1 GiB\" memory.weights.nonrepeating=\"308.2 MiB\" memory.graph.full=\"424.0 MiB\" memory.graph.partial=\"570.7 MiB\"\n"
+        "llama_new_context_with_model: n_ctx      = 8192\n"
+        "llama_new_context_with_model: n_batch    = 2048\n"
+        "llama_kv_cache_init:      CUDA0 KV buffer size =   896.00 MiB\n"
+        "llama_new_context_with_model:      CUDA0 compute buffer size =   424.00 MiB\n"
+        "llama_new_context_with_model:  CUDA_Host compute buffer size =    22.01 MiB\n"
+        "llama_perf_context_print: | memory breakdown [MiB] | total   free    self   model   context   compute    unaccounted |\n"
+        "llama_memory_breakdown_print: |   - CUDA0 (RTX 4090)   | 24080 = 20000 + ( 3548 =  2228 +     896 +     424) +         532 |\n";
+    auto log = parseEngineLog(text);
+    REQUIRE(log);
+    CHECK(log->engine == "ollama");
+    CHECK(log->version == "0.5.1");
+    CHECK(log->settings.at("n_ctx") == "8192");
+    CHECK(*log->value("kv_buffer", "CUDA0") == 896.0 * 1048576);
+    CHECK(*log->sumOverDevices("compute_buffer") == Approx((424.0 + 22.01) * 1048576));
+    CHECK(*log->value("required.kv") == 896.0 * 1048576);
+    CHECK(*log->value("graph.full") == 424.0 * 1048576);
+    CHECK(*log->value("unaccounted", "CUDA0 (RTX 4090)") == 532.0 * 1048576);
+    CHECK(log->cardTotalBytes->value == 24080ull << 20);
+    CHECK(log->cardFreeBytes->value == static_cast<std::uint64_t>(78.6 * 1073741824.0)); // Ollama's memory.available comes first
+}
+
+TEST_CASE("the log is untrusted: size, lines and line length are bounded", "[enginelog]")
+{
+    EngineLogLimits small;
+    small.maxBytes = 1000;
+    auto big = parseEngineLog(std::string(1001, 'x'), small);
+    REQUIRE_FALSE(big);
+    CHECK(big.error().message.find("1001 bytes, more than the 1000") != std::string::npos);
+
+    EngineLogLimits lines;
+    lines.maxLines = 2;
+    lines.maxLineBytes = 64;
+    const std::string longLine = "GPU KV cache size: 476,016 tokens" + std::string(100, ' ') + "\n";
+    auto cut = parseEngineLog(longLine + "a\nb\nc\n", lines);
+    REQUIRE(cut);
+    CHECK(cut->lineCount == 2);
+    CHECK(*cut->value("kv_cache_tokens") == 476016);
+    CHECK(cut->warnings == std::vector<std::string>{"only the first 2 lines were read", "lines longer than 64 bytes were cut"});
+
+    // Hostile numbers and binary noise: no crash, nothing absurd kept.
+    auto noise = parseEngineLog("GPU KV cache size: 99999999999999999999999 tokens\nAvailable KV cache memory: -5 GiB\n" +
+                                std::string("\0\x1b[\xff\x1b]", 6) + "\n");
+    REQUIRE(noise);
+    CHECK_FALSE(noise->find("kv_cache_tokens"));
+    CHECK_FALSE(noise->find("available_kv_cache"));
+    CHECK(stripAnsi("\x1b[32mINFO\x1b[0m \x1b]0;title\x07ok\r") == "INFO ok");
+}
