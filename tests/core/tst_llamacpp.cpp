@@ -235,8 +235,11 @@ TEST_CASE("llama.cpp MLA cache before and after the latent-cache change", "[llam
     s.typeV = s.typeK;
     // After: one 576-wide K row per layer and token, no V.
     CHECK(llamacpp::kvCache(a, s).totalBytes().value == 27ull * 576 * 2 * 4096);
-    // Before: 16 x 192 K + 16 x 128 V per layer and token.
-    s.mlaLatentCache = false;
+    // Between PR #12801 and #19067: the 576-wide K and a 512-wide V latent.
+    s.mlaCache = llamacpp::MlaCache::LatentKV;
+    CHECK(llamacpp::kvCache(a, s).totalBytes().value == 27ull * (576 + 512) * 2 * 4096);
+    // Before PR #12801: 16 x 192 K + 16 x 128 V per layer and token.
+    s.mlaCache = llamacpp::MlaCache::FullHeads;
     CHECK(llamacpp::kvCache(a, s).totalBytes().value == 27ull * (16 * 192 + 16 * 128) * 2 * 4096);
     // Different K and V types are refused for MLA.
     s.typeV = *findKvDtype("q8_0");

@@ -16,11 +16,14 @@ struct LayerRows {
     std::uint64_t v = 0; // 0: no V tensor (MLA after the latent-cache change)
 };
 
-LayerRows layerRows(const Architecture& arch, std::uint32_t il, bool mlaLatent)
+LayerRows layerRows(const Architecture& arch, std::uint32_t il, MlaCache mla)
 {
     if (arch.mla.enabled()) {
-        if (mlaLatent)
-            return {std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim, 0};
+        const std::uint64_t latent = std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim;
+        if (mla == MlaCache::LatentKOnly)
+            return {latent, 0};
+        if (mla == MlaCache::LatentKV)
+            return {latent, arch.mla.kvLoraRank};
         const std::uint64_t heads = arch.attentionHeads;
         return {heads * (std::uint64_t{arch.mla.qkNopeHeadDim} + arch.mla.qkRopeHeadDim), heads * arch.mla.vHeadDim};
     }
@@ -85,9 +88,9 @@ KvCacheBill kvCache(const Architecture& arch, const ContextSettings& s)
     // ([TAG_V_CACHE_VARIABLE] in llama-kv-cache.cpp).
     std::uint64_t vMax = 0;
     for (std::uint32_t i = 0; i < arch.layers; ++i)
-        vMax = std::max(vMax, layerRows(arch, i, s.mlaLatentCache).v);
+        vMax = std::max(vMax, layerRows(arch, i, s.mlaCache).v);
     for (std::uint32_t i = 0; i < arch.layers; ++i) {
-        const LayerRows rows = layerRows(arch, i, s.mlaLatentCache);
+        const LayerRows rows = layerRows(arch, i, s.mlaCache);
         if (rows.k == 0 && rows.v == 0)
             continue;
         const bool slides = sliding && arch.sliding.isSliding(i);
@@ -174,9 +177,10 @@ std::optional<std::string> refusal(const Architecture& arch, const ContextSettin
         std::uint64_t headK = arch.headDim;
         std::uint64_t headV = arch.valueDim();
         if (arch.mla.enabled()) {
-            headK = s.mlaLatentCache ? std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim
-                                     : std::uint64_t{arch.mla.qkNopeHeadDim} + arch.mla.qkRopeHeadDim;
-            headV = s.mlaLatentCache ? arch.mla.kvLoraRank : arch.mla.vHeadDim;
+            const bool latent = s.mlaCache != MlaCache::FullHeads;
+            headK = latent ? std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim
+                           : std::uint64_t{arch.mla.qkNopeHeadDim} + arch.mla.qkRopeHeadDim;
+            headV = latent ? arch.mla.kvLoraRank : arch.mla.vHeadDim;
         }
         {
             if (isQuantized(s.typeK) && headK % s.typeK.blockElements != 0)

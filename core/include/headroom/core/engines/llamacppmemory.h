@@ -17,6 +17,16 @@
 
 namespace headroom::llamacpp {
 
+/// The MLA cache layout of a llama.cpp version (ggml-org/llama.cpp):
+enum class MlaCache {
+    /// Before PR #12801 (April 2025): full per-head K (n_head x (nope + rope)) and V (n_head x v_head).
+    FullHeads,
+    /// PR #12801 to PR #19067: K = kv_lora_rank + rope (576 for DeepSeek), V = kv_lora_rank (512).
+    LatentKV,
+    /// Since PR #19067 (January 2026, "kv-cache : support V-less cache"): K = kv_lora_rank + rope only.
+    LatentKOnly,
+};
+
 /// The context settings, in llama.cpp's own terms (common/common.h defaults).
 struct ContextSettings {
     std::uint64_t ctxSizeTokens = 4096;  ///< -c/--ctx-size as given (0 = the model's trained context)
@@ -28,10 +38,8 @@ struct ContextSettings {
     KvDtype typeV;                       ///< -ctv/--cache-type-v
     bool swaFull = false;                ///< --swa-full: sliding-window layers keep every cell
     bool kvUnified = false;              ///< --kv-unified: one stream shared by all sequences
-    /// After the MLA cache change (ggml-org/llama.cpp PR #12801 and the K-only cache that followed):
-    /// an MLA layer caches one latent row of kv_lora_rank + rope dims; before it, the full per-head K
-    /// (n_head x (nope + rope)) and V (n_head x v_head) rows.
-    bool mlaLatentCache = true;
+    /// How an MLA layer (DeepSeek-V2/V3) is cached, by llama.cpp version.
+    MlaCache mlaCache = MlaCache::LatentKOnly;
 };
 
 /// The sizes llama_context derives from the settings (src/llama-context.cpp, llama_context ctor):
