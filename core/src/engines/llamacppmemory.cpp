@@ -76,7 +76,11 @@ ContextSizes contextSizes(const Architecture& arch, const ContextSettings& s)
     return out;
 }
 
-KvCacheBill kvCache(const Architecture& arch, const ContextSettings& s)
+namespace {
+
+// The per-layer walk both kvCache and kvBytesPerLayer use.
+template <class PerLayer>
+KvCacheBill walkKv(const Architecture& arch, const ContextSettings& s, PerLayer&& perLayer)
 {
     const ContextSizes sizes = contextSizes(arch, s);
     KvCacheBill out;
@@ -91,8 +95,10 @@ KvCacheBill kvCache(const Architecture& arch, const ContextSettings& s)
         vMax = std::max(vMax, layerRows(arch, i, s.mlaCache).v);
     for (std::uint32_t i = 0; i < arch.layers; ++i) {
         const LayerRows rows = layerRows(arch, i, s.mlaCache);
-        if (rows.k == 0 && rows.v == 0)
+        if (rows.k == 0 && rows.v == 0) {
+            perLayer(i, Bytes{});
             continue;
+        }
         const bool slides = sliding && arch.sliding.isSliding(i);
         const std::uint64_t cells = checkedMul(slides ? out.slidingCells : out.cells, out.streams, "KV cells");
         const Bytes k{checkedMul(s.typeK.rowBytes(rows.k), cells, "K cache")};
@@ -103,7 +109,22 @@ KvCacheBill kvCache(const Architecture& arch, const ContextSettings& s)
         out.vBytes += v;
         (slides ? out.slidingBytes : out.fullBytes) += k + v;
         ++(slides ? out.slidingLayers : out.fullLayers);
+        perLayer(i, k + v);
     }
+    return out;
+}
+
+} // namespace
+
+KvCacheBill kvCache(const Architecture& arch, const ContextSettings& s)
+{
+    return walkKv(arch, s, [](std::uint32_t, Bytes) {});
+}
+
+std::vector<Bytes> kvBytesPerLayer(const Architecture& arch, const ContextSettings& s)
+{
+    std::vector<Bytes> out(arch.layers);
+    walkKv(arch, s, [&out](std::uint32_t i, Bytes b) { out[i] = b; });
     return out;
 }
 

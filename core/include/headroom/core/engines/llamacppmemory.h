@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace headroom::llamacpp {
 
@@ -85,6 +86,10 @@ struct KvCacheBill {
 
 /// The KV cache of @p arch under @p settings on one device (all layers).
 KvCacheBill kvCache(const Architecture& arch, const ContextSettings& settings);
+
+/// The same, layer by layer (K + V bytes of layer i at index i; 0 for a layer without a cache):
+/// where each layer's cache lives follows its layer (llamacppoffload.h).
+std::vector<Bytes> kvBytesPerLayer(const Architecture& arch, const ContextSettings& settings);
 
 /// The host output buffer ("CPU output buffer size", llama_context::output_reserve at construction):
 /// n_vocab x n_seq_max x 4 B of logits (no embeddings for a generative model). It lives in host

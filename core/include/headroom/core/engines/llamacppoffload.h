@@ -1,0 +1,68 @@
+#pragma once
+/// @file llamacppoffload.h
+/// llama.cpp's layer split between one GPU and the host (issue 11): which tensors, KV rows and
+/// compute buffers land on each side for -ngl / --n-cpu-moe / --no-kv-offload, read from
+/// src/llama-model.cpp (load_tensors: i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0); layer il
+/// is on the GPU when il >= i_gpu_start, the output layer counts as layer n_layer; the input layer,
+/// token_embd, always stays on the CPU; "offloaded N/(n_layer + 1) layers to GPU"),
+/// src/llama-kv-cache.cpp (each layer's K/V on its layer's device unless --no-kv-offload) and
+/// common/arg.cpp (--n-cpu-moe N: the routed expert tensors ffn_(up|down|gate)_exps of the first N
+/// layers stay on the CPU), as node-llama-cpp 3.21.1 ships llama.cpp (release v0.4.0).
+
+#include "headroom/core/architecture.h"
+#include "headroom/core/engines/llamacppmemory.h"
+#include "headroom/core/units.h"
+#include "headroom/core/weightformat.h"
+
+#include <cstdint>
+#include <string>
+
+namespace headroom::llamacpp {
+
+/// The offload settings, as llama.cpp spells them.
+struct OffloadSettings {
+    std::int64_t gpuLayers = -1;   ///< -ngl/--n-gpu-layers; -1 (or more than n_layer + 1) = all
+    std::uint32_t cpuMoeLayers = 0;///< --n-cpu-moe: layers [0, N) keep their routed experts on the CPU
+    bool kvOffload = true;         ///< false: --no-kv-offload, every layer's KV in host memory
+    bool mmap = true;              ///< --mmap (default): host weights are the file's pages, not a copy
+};
+
+/// One side of the split.
+struct SideBill {
+    Bytes weightsBytes;   ///< tensors resident there
+    Bytes kvBytes;        ///< KV rows of the layers whose cache lives there
+    Bytes computeBytes;   ///< its compute buffer
+    Bytes totalBytes() const { return weightsBytes + kvBytes + computeBytes; }
+};
+
+/// The split.
+struct OffloadBill {
+    std::uint32_t offloadedLayers = 0; ///< as "offloaded N/M layers to GPU" prints N (output layer included)
+    std::uint32_t totalLayers = 0;     ///< M = n_layer + 1
+    std::uint32_t firstGpuLayer = 0;   ///< i_gpu_start
+    bool outputOnGpu = false;          ///< the output layer (lm_head, final norm; logits in its compute buffer)
+    SideBill gpu;                      ///< the GPU
+    SideBill host;                     ///< the host, besides the output buffer
+    Bytes hostOutputBytes;             ///< the logits output buffer (always host memory)
+    Bytes tokenEmbeddingBytes;         ///< token_embd, always in host memory (part of host.weightsBytes)
+    bool hostWeightsMapped = true;     ///< host weights are mapped file pages (mmap), not an allocation
+};
+
+/// The split of @p arch in @p format under the context @p context and the offload @p offload.
+/// Weights are priced per tensor (parameters.h listTensors/tensorBytes); the KV and compute
+/// buffers come from llamacppmemory.h. Compute: with every layer on the GPU, the device and host
+/// parts of ComputeBill; with CPU layers, the GPU keeps its part (logits when the output layer is
+/// there) and the host adds the largest CPU-layer stage (an estimate not yet checked on a log).
+OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
+                    const OffloadSettings& offload);
+
+/// The most GPU layers (-ngl, output layer counted) whose GPU side fits in @p gpuBudget bytes,
+/// trying N = n_layer + 1 down to 0 (what --fit does with layers once the context is at its
+/// minimum). Returns 0 when not even the output layer fits.
+std::uint32_t maxGpuLayers(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
+                           const OffloadSettings& offload, Bytes gpuBudget);
+
+/// "-ngl 28" (and " --n-cpu-moe N", " --no-kv-offload") for the launch flags.
+std::string offloadFlags(const OffloadBill& bill, const OffloadSettings& offload);
+
+} // namespace headroom::llamacpp

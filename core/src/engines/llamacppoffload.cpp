@@ -1,0 +1,99 @@
+#include "headroom/core/engines/llamacppoffload.h"
+
+#include "headroom/core/parameters.h"
+
+#include <algorithm>
+
+namespace headroom::llamacpp {
+
+namespace {
+
+// The final norm belongs to the output layer (llama.cpp output_norm); every other tensor outside
+// the blocks besides the token embedding does too (lm_head).
+bool belongsToOutput(const TensorSpec& t)
+{
+    return t.layer < 0 && t.role != TensorRole::TokenEmbedding && t.role != TensorRole::PositionEmbedding;
+}
+
+// Routed experts (ffn_{up,down,gate}_exps); shared experts (ffn_*_shexp) are not matched by
+// --n-cpu-moe's pattern.
+bool isRoutedExpert(const TensorSpec& t)
+{
+    return t.role == TensorRole::ExpertMatrix && t.name.find("mlp.experts.") != std::string::npos;
+}
+
+} // namespace
+
+OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
+                    const OffloadSettings& o)
+{
+    OffloadBill out;
+    const std::int64_t layers = arch.layers;
+    out.totalLayers = arch.layers + 1;
+    const std::int64_t ngl = o.gpuLayers < 0 ? layers + 1 : std::min<std::int64_t>(o.gpuLayers, layers + 1);
+    out.offloadedLayers = static_cast<std::uint32_t>(ngl);
+    out.firstGpuLayer = static_cast<std::uint32_t>(std::max<std::int64_t>(layers + 1 - ngl, 0));
+    out.outputOnGpu = ngl >= 1;
+    out.hostWeightsMapped = o.mmap;
+    const auto onGpu = [&](std::int64_t il) { return il >= out.firstGpuLayer; };
+
+    for (const TensorSpec& t : listTensors(arch)) {
+        const Bytes b = tensorBytes(t, format);
+        if (t.role == TensorRole::TokenEmbedding) {
+            out.tokenEmbeddingBytes += b;
+            out.host.weightsBytes += b;
+            // A tied lm_head is token_embd duplicated to the output layer's device (TENSOR_DUPLICATED).
+            if (arch.tiedEmbeddings && out.outputOnGpu)
+                out.gpu.weightsBytes += b;
+            continue;
+        }
+        bool gpu = false;
+        if (t.layer >= 0)
+            gpu = onGpu(t.layer) && !(isRoutedExpert(t) && static_cast<std::uint32_t>(t.layer) < o.cpuMoeLayers);
+        else if (belongsToOutput(t))
+            gpu = out.outputOnGpu;
+        (gpu ? out.gpu.weightsBytes : out.host.weightsBytes) += b;
+    }
+
+    const std::vector<Bytes> kv = kvBytesPerLayer(arch, context);
+    for (std::uint32_t il = 0; il < arch.layers; ++il)
+        (o.kvOffload && onGpu(il) ? out.gpu.kvBytes : out.host.kvBytes) += kv[il];
+
+    const ComputeBill compute = computeBuffer(arch, context);
+    out.hostOutputBytes = outputBufferBytes(arch, context);
+    if (ngl == 0) {
+        out.host.computeBytes = compute.totalBytes;
+    } else if (out.firstGpuLayer == 0 && o.kvOffload) {
+        out.gpu.computeBytes = compute.deviceBytes;
+        out.host.computeBytes = compute.hostPartBytes;
+    } else {
+        // CPU layers run their attention and feed-forward on the host.
+        out.gpu.computeBytes = compute.deviceBytes;
+        out.host.computeBytes = compute.hostPartBytes + std::max(compute.attentionStageBytes, compute.ffnStageBytes);
+    }
+    return out;
+}
+
+std::uint32_t maxGpuLayers(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
+                           const OffloadSettings& o, Bytes gpuBudget)
+{
+    for (std::int64_t n = arch.layers + 1; n >= 1; --n) {
+        OffloadSettings trial = o;
+        trial.gpuLayers = n;
+        if (offload(arch, format, context, trial).gpu.totalBytes() <= gpuBudget)
+            return static_cast<std::uint32_t>(n);
+    }
+    return 0;
+}
+
+std::string offloadFlags(const OffloadBill& bill, const OffloadSettings& o)
+{
+    std::string out = "-ngl " + std::to_string(bill.offloadedLayers);
+    if (o.cpuMoeLayers > 0)
+        out += " --n-cpu-moe " + std::to_string(o.cpuMoeLayers);
+    if (!o.kvOffload)
+        out += " --no-kv-offload";
+    return out;
+}
+
+} // namespace headroom::llamacpp

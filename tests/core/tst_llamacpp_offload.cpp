@@ -1,0 +1,128 @@
+// llama.cpp's layer split (-ngl, --n-cpu-moe, --no-kv-offload): which side each tensor, KV row and
+// compute buffer lands on (src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp).
+#include "archfixtures.h"
+
+#include "headroom/core/engines/llamacppoffload.h"
+#include "headroom/core/parameters.h"
+
+#include <catch2/catch.hpp>
+
+using namespace headroom;
+
+namespace {
+
+llamacpp::ContextSettings context4k()
+{
+    llamacpp::ContextSettings s;
+    s.ctxSizeTokens = 4096;
+    s.typeK = *findKvDtype("f16");
+    s.typeV = s.typeK;
+    return s;
+}
+
+Bytes embeddingBytes(const Architecture& a, const WeightFormat& f)
+{
+    for (const TensorSpec& t : listTensors(a))
+        if (t.role == TensorRole::TokenEmbedding)
+            return tensorBytes(t, f);
+    return Bytes{};
+}
+
+} // namespace
+
+TEST_CASE("llama.cpp -ngl counts from the output end; token_embd stays on the host", "[llamacpp][offload]")
+{
+    const Architecture a = test::llama31_8b(); // 32 layers, untied lm_head
+    const WeightFormat f = *findFormat("q4_0");
+    const llamacpp::ContextSettings c = context4k();
+    const Bytes all = priceWeights(a, f).totalBytes;
+    const Bytes embd = embeddingBytes(a, f);
+
+    llamacpp::OffloadSettings o; // -ngl default: all
+    llamacpp::OffloadBill full = llamacpp::offload(a, f, c, o);
+    CHECK(full.offloadedLayers == 33); // "offloaded 33/33 layers to GPU"
+    CHECK(full.totalLayers == 33);
+    CHECK(full.outputOnGpu);
+    CHECK(full.host.weightsBytes == embd);
+    CHECK(full.gpu.weightsBytes + embd == all);
+    CHECK(full.gpu.kvBytes == llamacpp::kvCache(a, c).totalBytes());
+    CHECK(full.host.kvBytes.value == 0);
+
+    o.gpuLayers = 0; // CPU only: everything on the host, the compute buffer as the oracle measured it
+    const llamacpp::OffloadBill cpu = llamacpp::offload(a, f, c, o);
+    CHECK(cpu.offloadedLayers == 0);
+    CHECK(cpu.gpu.totalBytes().value == 0);
+    CHECK(cpu.host.weightsBytes == all);
+    CHECK(cpu.host.computeBytes == llamacpp::computeBuffer(a, c).totalBytes);
+
+    o.gpuLayers = 1; // the output layer alone
+    const llamacpp::OffloadBill one = llamacpp::offload(a, f, c, o);
+    CHECK(one.firstGpuLayer == 32);
+    CHECK(one.outputOnGpu);
+    CHECK(one.gpu.kvBytes.value == 0);
+    CHECK(one.gpu.weightsBytes > Bytes{});
+
+    o.gpuLayers = 17; // layers 16..31 and the output layer
+    const llamacpp::OffloadBill half = llamacpp::offload(a, f, c, o);
+    CHECK(half.firstGpuLayer == 16);
+    CHECK(half.gpu.kvBytes.value * 2 == llamacpp::kvCache(a, c).totalBytes().value);
+    CHECK(half.host.weightsBytes + half.gpu.weightsBytes == all);
+    CHECK(half.host.computeBytes > full.host.computeBytes); // CPU layers compute on the host
+    CHECK(llamacpp::offloadFlags(half, o) == "-ngl 17");
+
+    o.gpuLayers = 99; // more than n_layer + 1: all
+    CHECK(llamacpp::offload(a, f, c, o).offloadedLayers == 33);
+
+    o.gpuLayers = -1;
+    o.kvOffload = false; // --no-kv-offload
+    const llamacpp::OffloadBill noKv = llamacpp::offload(a, f, c, o);
+    CHECK(noKv.gpu.kvBytes.value == 0);
+    CHECK(noKv.host.kvBytes == llamacpp::kvCache(a, c).totalBytes());
+    CHECK(llamacpp::offloadFlags(noKv, o) == "-ngl 33 --no-kv-offload");
+}
+
+TEST_CASE("llama.cpp tied lm_head: a copy of token_embd on the output layer's device", "[llamacpp][offload]")
+{
+    const Architecture a = test::qwen05b();
+    const WeightFormat f = *findFormat("q8_0");
+    const llamacpp::OffloadBill full = llamacpp::offload(a, f, context4k(), {});
+    const Bytes embd = embeddingBytes(a, f);
+    CHECK(full.host.weightsBytes == embd);
+    CHECK(full.gpu.weightsBytes == priceWeights(a, f).totalBytes); // everything else + the duplicated embedding
+}
+
+TEST_CASE("llama.cpp --n-cpu-moe keeps the routed experts of the first N layers on the host", "[llamacpp][offload]")
+{
+    Architecture a = test::llama31_8b();
+    a.family = "mixtral";
+    a.moe.expertCount = 8;
+    a.moe.expertsPerToken = 2;
+    a.moe.expertFfnSize = 14'336;
+    const WeightFormat f = *findFormat("q4_0");
+    llamacpp::OffloadSettings o;
+    const llamacpp::OffloadBill all = llamacpp::offload(a, f, context4k(), o);
+    o.cpuMoeLayers = 4;
+    const llamacpp::OffloadBill moe = llamacpp::offload(a, f, context4k(), o);
+    Bytes experts4;
+    for (const TensorSpec& t : listTensors(a))
+        if (t.role == TensorRole::ExpertMatrix && t.layer >= 0 && t.layer < 4)
+            experts4 += tensorBytes(t, f);
+    CHECK(experts4 > Bytes{});
+    CHECK(moe.host.weightsBytes == all.host.weightsBytes + experts4);
+    CHECK(moe.gpu.kvBytes == all.gpu.kvBytes); // the layers stay on the GPU, only their experts move
+    CHECK(llamacpp::offloadFlags(moe, o) == "-ngl 33 --n-cpu-moe 4");
+}
+
+TEST_CASE("llama.cpp: the most GPU layers that fit a budget", "[llamacpp][offload]")
+{
+    const Architecture a = test::llama2_13b();
+    const WeightFormat f = *findFormat("q4_0");
+    const llamacpp::ContextSettings c = context4k();
+    llamacpp::OffloadSettings o;
+    o.gpuLayers = 28;
+    const Bytes at28 = llamacpp::offload(a, f, c, o).gpu.totalBytes();
+    CHECK(llamacpp::maxGpuLayers(a, f, c, {}, at28) == 28);
+    CHECK(llamacpp::maxGpuLayers(a, f, c, {}, Bytes{at28.value - 1}) == 27);
+    CHECK(llamacpp::maxGpuLayers(a, f, c, {}, Bytes{1}) == 0);
+    CHECK(llamacpp::maxGpuLayers(a, f, c, {}, Bytes{1ull << 40}) == 41);
+}
