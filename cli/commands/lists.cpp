@@ -67,10 +67,12 @@ void listCards(CliContext& ctx)
     t.addColumn("GB/s", Align::Right);
     t.addColumn("fp16 TFLOP/s", Align::Right);
     for (const Card& c : p->cards)
-        t.addRow({c.id, c.name, c.memoryClass, formatBytes(c.totalBytes), formatThousands(c.totalBytes.value),
-                  fixed(c.bandwidthGBps, 0), fixed(c.fp16Tflops, 1)});
+        t.addRow({c.id, c.name, c.memoryClass,
+                  formatBytes(c.totalBytes) + (c.totalEstimated ? " (estimated)" : ""),
+                  formatThousands(c.totalBytes.value), fixed(c.bandwidthGBps, 0), fixed(c.fp16Tflops, 1)});
     t.print(std::cout);
-    std::cout << "\nAny size works as an anonymous card: --card 8GiB, --card 24GB.\n";
+    std::cout << "\n(estimated): no public driver-reported total was found; the profile's total_note says how it"
+                 " was derived.\nAny size works as an anonymous card: --card 8GiB, --card 24GB.\n";
 }
 
 void listFormats()

@@ -267,6 +267,7 @@ std::optional<ProfileError> convert(const json& doc, const fs::path&, Card& out)
     if (const auto note = doc.at("total_note").get<std::string>(); !note.empty())
         c.source += ". Total: " + note;
     c.anonymous = false;
+    c.totalEstimated = doc.contains("total_estimated") && doc.at("total_estimated").get<bool>();
     out = std::move(c);
     return std::nullopt;
 }

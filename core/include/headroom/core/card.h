@@ -23,6 +23,9 @@ struct Card {
     Bytes l2Bytes;                  ///< L2 cache size (0 = unknown)
     std::string source;             ///< where the figures come from
     bool anonymous = false;         ///< made from a size, not a profile
+    /// The total is an estimate (no public driver-reported total was found; the profile's
+    /// total_note says how it was derived). Faces show it as "estimated".
+    bool totalEstimated = false;
 };
 
 /// An anonymous card of @p size bytes total ("8GiB" -> 8,589,934,592 B).
