@@ -71,7 +71,9 @@ ProbeRow failureRow(const QString& probe, const QString& quantity, const probes:
     row.probe = probe;
     row.quantity = quantity;
     row.pass = false;
-    row.note = (r.supported ? QString() : QStringLiteral("not supported: ")) + summaryOf(r);
+    row.note = summaryOf(r);
+    if (r.verdict() == ProbeVerdict::NotSupported || r.verdict() == ProbeVerdict::Cancelled)
+        row.verdict = r.verdict();
     return row;
 }
 
@@ -88,7 +90,7 @@ void allocationRows(const probes::ProbeResult& r, std::vector<ProbeRow>& rows)
         const auto predicted = r.integer(predictedKey);
         const auto measured = r.integer(measuredKey);
         if (predicted && measured)
-            rows.push_back({kAllocation, quantity, ProbeUnit::Bytes, *predicted, *measured, 0, *predicted == *measured, note});
+            rows.push_back({kAllocation, quantity, ProbeUnit::Bytes, *predicted, *measured, 0, *predicted == *measured, note, {}});
     };
     add(QStringLiteral("weights bytes (%1)").arg(QString::fromStdString(r.text("weights_format").value_or(""))),
         "predicted_weights_bytes", "measured_weights_bytes", QStringLiteral("every tensor in its packed layout"));
@@ -99,10 +101,10 @@ void allocationRows(const probes::ProbeResult& r, std::vector<ProbeRow>& rows)
         "predicted_kv_bytes", "measured_kv_bytes", QStringLiteral("paged in blocks of %1 tokens").arg(probes::kProbeBlockTokens));
     // The total carries the probe's own verdict (a weights or KV allocation past the budget fails it).
     rows.push_back({kAllocation, QStringLiteral("allocated bytes in total"), ProbeUnit::Bytes, r.integer("predicted_bytes").value_or(0),
-                    *total, 0, r.pass, summaryOf(r)});
+                    *total, 0, r.pass, summaryOf(r), {}});
     if (const auto driver = r.integer("driver_measured_bytes"))
         rows.push_back({kAllocation, QStringLiteral("device free memory taken"), ProbeUnit::Bytes, r.integer("predicted_bytes").value_or(0),
-                        *driver, 0, r.pass, QStringLiteral("drop of cudaMemGetInfo free: cudaMalloc rounds each allocation up")});
+                        *driver, 0, r.pass, QStringLiteral("drop of cudaMemGetInfo free: cudaMalloc rounds each allocation up"), {}});
 }
 
 void limitRows(const probes::ProbeResult& r, std::vector<ProbeRow>& rows)
@@ -115,7 +117,7 @@ void limitRows(const probes::ProbeResult& r, std::vector<ProbeRow>& rows)
     }
     const Bytes budget{r.integer("budget_bytes").value_or(0)};
     rows.push_back({kLimit, QStringLiteral("resident tokens within a %1 budget").arg(bytesText(budget)), ProbeUnit::Tokens, *predicted,
-                    *verified, 0, r.pass, summaryOf(r)});
+                    *verified, 0, r.pass, summaryOf(r), {}});
     for (const QJsonValue& v : tableOf(r, "frontier")) {
         const QJsonObject p = v.toObject();
         const auto users = static_cast<std::uint64_t>(p.value(QStringLiteral("users")).toInteger());
@@ -124,7 +126,7 @@ void limitRows(const probes::ProbeResult& r, std::vector<ProbeRow>& rows)
         const QString note = ran ? QStringLiteral("decode step ran in %1 ms").arg(p.value(QStringLiteral("step_ms")).toDouble(), 0, 'f', 2)
                                  : p.value(QStringLiteral("error")).toString();
         rows.push_back({kLimit, QStringLiteral("frontier: %1 users x %2 tokens").arg(users).arg(context), ProbeUnit::Tokens,
-                        users * context, ran ? users * context : 0, 0, ran, note});
+                        users * context, ran ? users * context : 0, 0, ran, note, {}});
     }
 }
 
@@ -137,28 +139,62 @@ void timingRows(const probes::ProbeResult& r, std::vector<ProbeRow>& rows)
         rows.push_back(failureRow(kDecode, QStringLiteral("decode step time"), r));
         return;
     }
-    // The roofline is a bound, not a tolerance: the rows pass when they were measured, and the
-    // difference column says how far the device is from it.
-    const QString prediction = QStringLiteral("roofline with the measured read bandwidth");
-    const auto step = [&](const QJsonObject& p, bool sweep) {
-        const auto batch = static_cast<std::uint64_t>(p.value(QStringLiteral("batch")).toInteger());
-        const auto tokens = static_cast<std::uint64_t>(p.value(QStringLiteral("context_tokens")).toInteger());
-        rows.push_back({kDecode, QStringLiteral("step, batch %1 x %2 tokens").arg(batch).arg(tokens), ProbeUnit::Nanoseconds,
-                        nanoseconds(p.value(QStringLiteral("predicted_step_ms")).toDouble()),
-                        nanoseconds(p.value(QStringLiteral("step_ms")).toDouble()), sweep ? batch : 0, true,
-                        QStringLiteral("%1 tokens/s; %2").arg(p.value(QStringLiteral("tokens_per_s")).toDouble(), 0, 'f', 1).arg(prediction)});
+    // Each row is a measurement shown with the calibrated model's prediction and carries the
+    // probe's verdict against its stated tolerance; the calibration rows carry none.
+    const double tolerance = r.number("tolerance_fraction").value_or(0);
+    const auto verdictOf = [](const QJsonObject& p) {
+        const auto v = parseProbeVerdict(p.value(QStringLiteral("verdict")).toString().toStdString());
+        return v.value_or(ProbeVerdict::Measured);
     };
-    for (const QJsonValue& v : decode)
-        step(v.toObject(), true);
-    for (const QJsonValue& v : context)
-        step(v.toObject(), false);
+    const auto noteOf = [&](const QJsonObject& p) {
+        const double ratio = p.value(QStringLiteral("ratio")).toDouble();
+        const QString speed = QStringLiteral("%1 tokens/s").arg(p.value(QStringLiteral("tokens_per_s")).toDouble(), 0, 'f', 1);
+        if (p.value(QStringLiteral("calibration")).toBool())
+            return QStringLiteral("%1; calibrates the speed model (no verdict)").arg(speed);
+        return QStringLiteral("%1; measured / predicted %2 (tolerance +-%3 %)").arg(speed).arg(ratio, 0, 'f', 2).arg(100 * tolerance, 0, 'f', 0);
+    };
+    const auto add = [&](const QString& quantity, const QJsonObject& p, const char* predictedKey, const char* measuredKey,
+                         std::uint64_t batch) {
+        ProbeRow row{kDecode, quantity, ProbeUnit::Nanoseconds,
+                     nanoseconds(p.value(QLatin1String(predictedKey)).toDouble()),
+                     nanoseconds(p.value(QLatin1String(measuredKey)).toDouble()), batch, false, noteOf(p), {}};
+        const ProbeVerdict v = verdictOf(p);
+        row.pass = v == ProbeVerdict::Pass;
+        if (v != ProbeVerdict::Pass && v != ProbeVerdict::Fail)
+            row.verdict = v;
+        rows.push_back(row);
+    };
+    for (const QJsonValue& v : decode) {
+        const QJsonObject p = v.toObject();
+        const auto batch = static_cast<std::uint64_t>(p.value(QStringLiteral("batch")).toInteger());
+        add(QStringLiteral("step, batch %1 x %2 tokens").arg(batch).arg(p.value(QStringLiteral("context_tokens")).toInteger()), p,
+            "predicted_step_ms", "step_ms", batch);
+    }
+    for (const QJsonValue& v : context) {
+        const QJsonObject p = v.toObject();
+        add(QStringLiteral("step, batch %1 x %2 tokens").arg(p.value(QStringLiteral("batch")).toInteger())
+                .arg(p.value(QStringLiteral("context_tokens")).toInteger()), p, "predicted_step_ms", "step_ms", 0);
+    }
     for (const QJsonValue& v : prefill) {
         const QJsonObject p = v.toObject();
-        rows.push_back({kDecode, QStringLiteral("prefill of %1 tokens (TTFT)").arg(p.value(QStringLiteral("prompt_tokens")).toInteger()),
-                        ProbeUnit::Nanoseconds, nanoseconds(p.value(QStringLiteral("predicted_ttft_ms")).toDouble()),
-                        nanoseconds(p.value(QStringLiteral("ttft_ms")).toDouble()), 0, true,
-                        QStringLiteral("%1 tokens/s; %2").arg(p.value(QStringLiteral("tokens_per_s")).toDouble(), 0, 'f', 1).arg(prediction)});
+        add(QStringLiteral("prefill of %1 tokens (TTFT)").arg(p.value(QStringLiteral("prompt_tokens")).toInteger()), p,
+            "predicted_ttft_ms", "ttft_ms", 0);
     }
+    // What the speed model was calibrated with: measurements, no verdict.
+    const double bandwidth = r.number("calibrated_bandwidth_gbps").value_or(0);
+    const double read = r.number("read_bandwidth_gbps").value_or(0);
+    if (bandwidth > 0)
+        rows.push_back({kDecode, QStringLiteral("decode bandwidth (calibrates the speed model)"), ProbeUnit::BytesPerSecond,
+                        static_cast<std::uint64_t>(std::llround(read * 1e9)), static_cast<std::uint64_t>(std::llround(bandwidth * 1e9)), 0,
+                        false,
+                        read > 0 ? QStringLiteral("predicted: the device probe's read bandwidth; the batch-1 step reads at %1 of it")
+                                       .arg(bandwidth / read, 0, 'f', 2)
+                                 : QStringLiteral("bytes of the batch-1 step / its time"),
+                        ProbeVerdict::Measured});
+    if (const double peak = r.number("calibrated_peak_tflops").value_or(0); peak > 0)
+        rows.push_back({kDecode, QStringLiteral("prefill compute (calibrates the speed model)"), ProbeUnit::FlopsPerSecond, 0,
+                        static_cast<std::uint64_t>(std::llround(peak * 1e12)), 0, false,
+                        QStringLiteral("FLOPs of the longest prefill / its time"), ProbeVerdict::Measured});
 }
 
 // headroom_probes behind the panel's interface: "cpu" always, "cuda:N" for every CUDA device
@@ -184,7 +220,7 @@ public:
         std::vector<ProbeRow> rows;
         const auto spec = probes::parseDeviceSpec(job.deviceId.toStdString());
         if (!spec) {
-            rows.push_back({QStringLiteral("device"), job.deviceId, ProbeUnit::Bytes, 0, 0, 0, false, QStringLiteral("not a device")});
+            rows.push_back({QStringLiteral("device"), job.deviceId, ProbeUnit::Bytes, 0, 0, 0, false, QStringLiteral("not a device"), {}});
             return rows;
         }
         probes::ProbeRequest request;
@@ -238,6 +274,11 @@ public:
                 timingRows(r, rows);
             else if (r.probe == "device" && !r.pass)
                 rows.push_back(failureRow(QStringLiteral("device"), QString::fromStdString(report.device.spec), r));
+        }
+        if (!report.device.error.empty() && rows.empty()) {
+            ProbeRow row{QStringLiteral("device"), QString::fromStdString(report.device.spec), ProbeUnit::Bytes, 0, 0, 0, false,
+                         QString::fromStdString(report.device.error), {}};
+            rows.push_back(row);
         }
         progress.report(1.0, QStringLiteral("done on %1").arg(QString::fromStdString(report.device.name.empty() ? report.device.spec
                                                                                                                : report.device.name)));

@@ -5,12 +5,14 @@
 // backend whose only device is "CPU (probes not built)", disabled.
 
 #include "headroom/core/plan.h"
+#include "headroom/core/probeverdict.h"
 
 #include <QString>
 #include <QStringList>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace headroom::app {
@@ -24,7 +26,13 @@ struct ProbeDevice {
 };
 
 /// What a measured quantity counts.
-enum class ProbeUnit { Bytes, Tokens, Nanoseconds };
+enum class ProbeUnit {
+    Bytes,
+    Tokens,
+    Nanoseconds,
+    BytesPerSecond, ///< the calibrated decode bandwidth
+    FlopsPerSecond, ///< the calibrated prefill compute
+};
 
 /// One line of predicted against measured.
 struct ProbeRow {
@@ -36,6 +44,12 @@ struct ProbeRow {
     std::uint64_t batch = 0;     ///< decode-step rows: the batch measured (the tokens/s plot)
     bool pass = false;
     QString note;                ///< tolerance, or why it failed
+    /// The verdict when it is not simply pass or fail (core/probeverdict.h): NotSupported,
+    /// Cancelled, or Measured (a timing row without a criterion, a calibration row).
+    std::optional<ProbeVerdict> verdict;
+
+    /// verdict, else Pass or Fail from pass.
+    ProbeVerdict verdictOf() const { return verdict.value_or(pass ? ProbeVerdict::Pass : ProbeVerdict::Fail); }
 };
 
 /// What to probe.
@@ -44,8 +58,9 @@ struct ProbeJob {
     QStringList probes;          ///< names from ProbeBackend::probeNames()
     PlanResult plan;             ///< the plan whose figures are checked
     PlanRequest request;         ///< how it was made (model, formats, engine)
-    Bytes budget;                ///< cap on what the probes allocate; 0: the backend's default
-                                 ///< (CPU 2 GiB, CUDA the plan's card: one large card checks a smaller one)
+    Bytes budget;                ///< cap on what the probes allocate (the panel's budget control,
+                                 ///< default the plan's card); 0: the backend's default (CPU 2 GiB,
+                                 ///< CUDA the plan's card: one large card checks a smaller one)
 };
 
 /// Progress and cancellation as plain calls (STYLE §2); the runner adapts them to a QPromise.

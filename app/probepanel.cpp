@@ -3,6 +3,8 @@
 #include "formatting.h"
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSignalBlocker>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -13,6 +15,9 @@
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QVBoxLayout>
+
+#include <cmath>
+#include <map>
 
 namespace headroom::app {
 
@@ -60,6 +65,21 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
     m_stage->setWordWrap(true);
     m_target = new QLabel(this);
     m_target->setWordWrap(true);
+    m_calibration = new QLabel(this);
+    m_calibration->setWordWrap(true);
+    m_calibration->setAccessibleName(QStringLiteral("Speed calibration"));
+
+    // The budget caps what the probes allocate: the plan's card by default, so that a larger
+    // device checks a smaller card; one above the device's free memory is refused up front.
+    m_budget = new QDoubleSpinBox(this);
+    m_budget->setRange(0.25, 4096.0);
+    m_budget->setDecimals(2);
+    m_budget->setSingleStep(1.0);
+    m_budget->setSuffix(QStringLiteral(" GiB"));
+    m_budget->setValue(2.0);
+    m_budget->setAccessibleName(QStringLiteral("Probe budget"));
+    m_budget->setToolTip(QStringLiteral("The probes allocate at most this much (default: the plan's card). A budget above the "
+                                        "device's free memory is refused before anything is allocated."));
 
     m_table = new QTableView(this);
     auto* proxy = new QSortFilterProxyModel(this);
@@ -69,26 +89,38 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
     m_table->setSortingEnabled(true);
     m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setStretchLastSection(true);
+    // Probe, difference and verdict as wide as their text; the quantity and the note share the
+    // rest (their full text is the tooltip).
+    for (int c : {ProbeResultsModel::Probe, ProbeResultsModel::Difference, ProbeResultsModel::Verdict})
+        m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setSectionResizeMode(ProbeResultsModel::Quantity, QHeaderView::Stretch);
+    m_table->horizontalHeader()->setSectionResizeMode(ProbeResultsModel::Note, QHeaderView::Stretch);
+    m_table->setWordWrap(false);
     m_table->setAlternatingRowColors(true);
 
     auto* deviceLabel = new QLabel(QStringLiteral("&Device"), this);
     deviceLabel->setBuddy(m_devices);
     auto* probesLabel = new QLabel(QStringLiteral("&Probes"), this);
     probesLabel->setBuddy(m_probes);
+    auto* budgetLabel = new QLabel(QStringLiteral("&Budget"), this);
+    budgetLabel->setBuddy(m_budget);
 
     auto* grid = new QGridLayout;
     grid->addWidget(deviceLabel, 0, 0);
     grid->addWidget(m_devices, 0, 1);
     grid->addWidget(m_run, 0, 2);
     grid->addWidget(m_cancel, 0, 3);
-    grid->addWidget(probesLabel, 1, 0, Qt::AlignTop);
-    grid->addWidget(m_probes, 1, 1);
+    grid->addWidget(budgetLabel, 1, 0);
+    grid->addWidget(m_budget, 1, 1);
+    grid->addWidget(probesLabel, 2, 0, Qt::AlignTop);
+    grid->addWidget(m_probes, 2, 1);
     auto* progressBox = new QVBoxLayout;
     progressBox->addWidget(m_progress);
     progressBox->addWidget(m_stage);
     progressBox->addWidget(m_target);
+    progressBox->addWidget(m_calibration);
     progressBox->addStretch();
-    grid->addLayout(progressBox, 1, 2, 1, 2);
+    grid->addLayout(progressBox, 1, 2, 2, 2);
     grid->setColumnStretch(1, 1);
     grid->setColumnStretch(2, 1);
     auto* layout = new QVBoxLayout(this);
@@ -96,33 +128,77 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
     layout->addWidget(m_table, 1);
 
     connect(m_run, &QPushButton::clicked, this, &ProbePanel::run);
+    connect(m_budget, &QDoubleSpinBox::valueChanged, this, [this] { m_budgetExact.reset(); });
     connect(m_cancel, &QPushButton::clicked, m_runner, &ProbeRunner::cancel);
     connect(m_runner, &ProbeRunner::progressChanged, this, [this](double fraction, const QString& stage) {
         m_progress->setValue(static_cast<int>(fraction * 1000));
         if (!stage.isEmpty())
             m_stage->setText(stage);
     });
-    connect(m_runner, &ProbeRunner::finished, this, [this](const std::vector<ProbeRow>& rows, bool cancelled) {
-        m_results->setRows(rows);
-        int failed = 0;
-        std::vector<std::pair<std::uint64_t, double>> speed;
-        for (const ProbeRow& r : rows) {
-            failed += !r.pass;
-            if (r.unit == ProbeUnit::Nanoseconds && r.batch > 0 && r.measured > 0)
-                speed.emplace_back(r.batch, static_cast<double>(r.batch) * 1e9 / static_cast<double>(r.measured));
-        }
-        m_stage->setText(cancelled ? QStringLiteral("Cancelled after %1 results").arg(rows.size())
-                                   : QStringLiteral("Done: %1 passed, %2 failed").arg(rows.size() - static_cast<std::size_t>(failed)).arg(failed));
-        if (!cancelled)
-            m_progress->setValue(m_progress->maximum());
-        updateButtons();
-        Q_EMIT measuredSpeed(speed);
+    connect(m_runner, &ProbeRunner::finished, this, &ProbePanel::showFinished);
+    connect(m_results, &QAbstractItemModel::modelReset, this, [this] {
+        for (int c : {ProbeResultsModel::Predicted, ProbeResultsModel::Measured})
+            m_table->resizeColumnToContents(c);
     });
     updateButtons();
 }
 
+void ProbePanel::showFinished(const std::vector<ProbeRow>& rows, bool cancelled)
+{
+    const bool stale = m_runKey != m_planKey;
+    m_results->setRows(rows);
+    std::map<ProbeVerdict, int> counts;
+    std::vector<std::pair<std::uint64_t, double>> speed;
+    QStringList calibration;
+    for (const ProbeRow& r : rows) {
+        ++counts[r.verdictOf()];
+        if (r.unit == ProbeUnit::Nanoseconds && r.batch > 0 && r.measured > 0)
+            speed.emplace_back(r.batch, static_cast<double>(r.batch) * 1e9 / static_cast<double>(r.measured));
+        if (r.unit == ProbeUnit::BytesPerSecond || r.unit == ProbeUnit::FlopsPerSecond)
+            calibration << QStringLiteral("%1 %2").arg(r.unit == ProbeUnit::BytesPerSecond ? QStringLiteral("decode") : QStringLiteral("prefill"),
+                                                       ProbeResultsModel::valueText(r.unit, r.measured));
+    }
+    QStringList parts;
+    for (const auto& [verdict, n] : counts)
+        parts << QStringLiteral("%1 %2").arg(n).arg(ProbeResultsModel::verdictText(verdict));
+    QString text = cancelled ? QStringLiteral("Cancelled after %1 results").arg(rows.size())
+                             : QStringLiteral("Done: %1").arg(parts.join(QStringLiteral(", ")));
+    if (stale)
+        text += QStringLiteral(" (for the plan before the last change: run again to check this one)");
+    m_stage->setText(text);
+    m_calibration->setText(calibration.isEmpty()
+                               ? QString()
+                               : QStringLiteral("Speed model calibrated on this device: %1; timing rows are judged against "
+                                                "+-%2 % of the calibrated model")
+                                     .arg(calibration.join(QStringLiteral(", ")))
+                                     .arg(100 * kTimingTolerance, 0, 'f', 0));
+    if (!cancelled)
+        m_progress->setValue(m_progress->maximum());
+    updateButtons();
+    Q_EMIT measuredSpeed(speed);
+}
+
 void ProbePanel::setPlan(const PlanResult& plan, const PlanRequest& request)
 {
+    const QString key = QStringLiteral("%1|%2|%3|%4|%5|%6|%7")
+                            .arg(QString::fromStdString(plan.modelId), QString::fromStdString(plan.formatId),
+                                 QString::fromStdString(plan.kvDtypeId), QString::fromStdString(plan.cardId),
+                                 QString::fromStdString(plan.engineId))
+                            .arg(plan.users)
+                            .arg(plan.contextTokens);
+    if (key != m_planKey && m_results->rowCount() > 0 && !m_runner->isRunning()) {
+        m_results->setRows({});
+        m_calibration->clear();
+        m_progress->setValue(0);
+        m_stage->setText(QStringLiteral("The plan changed: the earlier results were cleared"));
+    }
+    m_planKey = key;
+    if (plan.cardId != m_budgetCard && plan.cardTotalBytes.value > 0 && !m_runner->isRunning()) {
+        m_budgetCard = plan.cardId;
+        const QSignalBlocker blocker(m_budget);
+        m_budget->setValue(static_cast<double>(plan.cardTotalBytes.value) / static_cast<double>(1ull << 30));
+        m_budgetExact = plan.cardTotalBytes;
+    }
     ProbeJob job;
     job.plan = plan;
     job.request = request;
@@ -147,6 +223,9 @@ void ProbePanel::run()
         return;
     ProbeJob job = *m_job;
     job.deviceId = m_devices->currentData().toString();
+    job.budget = budgetBytes();
+    m_runKey = m_planKey;
+    m_calibration->clear();
     for (int i = 0; i < m_probes->count(); ++i)
         if (m_probes->item(i)->checkState() == Qt::Checked)
             job.probes << m_probes->item(i)->text();
@@ -157,11 +236,19 @@ void ProbePanel::run()
     updateButtons();
 }
 
+Bytes ProbePanel::budgetBytes() const
+{
+    if (m_budgetExact)
+        return *m_budgetExact;
+    return Bytes{static_cast<std::uint64_t>(std::llround(m_budget->value() * static_cast<double>(1ull << 30)))};
+}
+
 void ProbePanel::updateButtons()
 {
     const bool running = m_runner->isRunning();
-    m_run->setEnabled(m_devices->isEnabled() && m_job.has_value());
+    m_run->setEnabled(!running && m_devices->isEnabled() && m_job.has_value());
     m_cancel->setEnabled(running);
+    m_budget->setEnabled(!running && m_devices->isEnabled());
 }
 
 } // namespace headroom::app

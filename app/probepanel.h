@@ -1,6 +1,9 @@
 #pragma once
-// The probe runner: a device, the probes to run, Run and Cancel, a progress bar with the stage,
-// and the table of predicted against measured. Probes run on a worker (ProbeRunner).
+// The probe runner: a device, the probes to run, a budget (default: the plan's card), Run and
+// Cancel (Run disabled while a run is going), a progress bar with the stage, the table of
+// predicted against measured with each row's verdict, and the speed calibration the timing probe
+// measured. A change of plan clears the results (a run still going is marked as for the earlier
+// plan when it ends). Probes run on a worker (ProbeRunner).
 
 #include "proberesultsmodel.h"
 #include "proberunner.h"
@@ -10,6 +13,7 @@
 #include <optional>
 
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QListWidget;
 class QProgressBar;
@@ -35,6 +39,12 @@ public:
     QPushButton* cancelButton() const { return m_cancel; }
     QProgressBar* progressBar() const { return m_progress; }
     QLabel* stageLabel() const { return m_stage; }
+    QDoubleSpinBox* budgetBox() const { return m_budget; }
+    QLabel* calibrationLabel() const { return m_calibration; }
+    /// The plan the probes check, if any.
+    const PlanResult* plan() const { return m_job ? &m_job->plan : nullptr; }
+    /// The budget of the next run: the plan's card to the byte until the user edits the box.
+    Bytes budgetBytes() const;
 
     /// Starts the checked probes on the chosen device.
     void run();
@@ -45,6 +55,7 @@ Q_SIGNALS:
 
 private:
     void updateButtons();
+    void showFinished(const std::vector<ProbeRow>& rows, bool cancelled);
 
     ProbeRunner* m_runner = nullptr;
     ProbeResultsModel* m_results = nullptr;
@@ -56,7 +67,13 @@ private:
     QLabel* m_stage = nullptr;
     QLabel* m_target = nullptr;
     QTableView* m_table = nullptr;
+    QDoubleSpinBox* m_budget = nullptr;
+    QLabel* m_calibration = nullptr;
     std::optional<ProbeJob> m_job;
+    QString m_planKey;   ///< what the current plan checks (model, formats, card, users, context)
+    QString m_runKey;    ///< m_planKey of the run going or last finished
+    std::string m_budgetCard; ///< the card the budget default was taken from
+    std::optional<Bytes> m_budgetExact; ///< the card's exact bytes while the box shows them
 };
 
 } // namespace headroom::app

@@ -36,6 +36,10 @@ QString ProbeResultsModel::valueText(ProbeUnit unit, std::uint64_t value)
         return QStringLiteral("%1 tokens").arg(thousands(value));
     case ProbeUnit::Nanoseconds:
         return QStringLiteral("%1 ms").arg(static_cast<double>(value) / 1e6, 0, 'f', 3);
+    case ProbeUnit::BytesPerSecond:
+        return QStringLiteral("%1 GB/s").arg(static_cast<double>(value) / 1e9, 0, 'f', 2);
+    case ProbeUnit::FlopsPerSecond:
+        return QStringLiteral("%1 GFLOP/s").arg(static_cast<double>(value) / 1e9, 0, 'f', 1);
     }
     return {};
 }
@@ -46,8 +50,15 @@ QVariant ProbeResultsModel::data(const QModelIndex& index, int role) const
         return {};
     const ProbeRow& r = m_rows[static_cast<std::size_t>(index.row())];
     const auto signedDiff = static_cast<double>(r.measured) - static_cast<double>(r.predicted);
-    if (role == Qt::BackgroundRole && index.column() == Verdict)
-        return fitColor(r.pass ? Fit::Reaches : Fit::NoRoom);
+    const ProbeVerdict verdict = r.verdictOf();
+    if (role == Qt::BackgroundRole && index.column() == Verdict) {
+        // Only pass and fail are coloured: not supported, cancelled and measured rows are neither.
+        if (verdict == ProbeVerdict::Pass)
+            return fitColor(Fit::Reaches);
+        if (verdict == ProbeVerdict::Fail)
+            return fitColor(Fit::NoRoom);
+        return {};
+    }
     if (role == Qt::TextAlignmentRole && index.column() >= Predicted && index.column() <= Difference)
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     if (role == RawRole) {
@@ -59,11 +70,13 @@ QVariant ProbeResultsModel::data(const QModelIndex& index, int role) const
         case Difference:
             return signedDiff;
         case Verdict:
-            return r.pass;
+            return static_cast<int>(verdict);
         default:
             return data(index, Qt::DisplayRole);
         }
     }
+    if (role == Qt::ToolTipRole && (index.column() == Quantity || index.column() == Note))
+        return index.column() == Quantity ? r.quantity : r.note;
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
@@ -72,21 +85,33 @@ QVariant ProbeResultsModel::data(const QModelIndex& index, int role) const
     case Quantity:
         return r.quantity;
     case Predicted:
-        return valueText(r.unit, r.predicted);
+        return r.predicted == 0 && r.unit != ProbeUnit::Bytes && r.unit != ProbeUnit::Tokens ? QStringLiteral("-") : valueText(r.unit, r.predicted);
     case Measured:
-        return valueText(r.unit, r.measured);
+        return verdict == ProbeVerdict::NotSupported ? QStringLiteral("-") : valueText(r.unit, r.measured);
     case Difference:
-        if (r.predicted == 0)
+        if (r.predicted == 0 || (r.measured == 0 && verdict != ProbeVerdict::Pass && verdict != ProbeVerdict::Fail))
             return QStringLiteral("-");
         return QStringLiteral("%1%2 %").arg(signedDiff >= 0 ? QStringLiteral("+") : QString())
             .arg(100.0 * signedDiff / static_cast<double>(r.predicted), 0, 'f', 2);
     case Verdict:
-        return r.pass ? QStringLiteral("pass") : QStringLiteral("FAIL");
+        return verdictText(verdict);
     case Note:
         return r.note;
     default:
         return {};
     }
+}
+
+QString ProbeResultsModel::verdictText(ProbeVerdict verdict)
+{
+    switch (verdict) {
+    case ProbeVerdict::Pass: return QStringLiteral("pass");
+    case ProbeVerdict::Fail: return QStringLiteral("FAIL");
+    case ProbeVerdict::NotSupported: return QStringLiteral("not supported");
+    case ProbeVerdict::Cancelled: return QStringLiteral("cancelled");
+    case ProbeVerdict::Measured: return QStringLiteral("measured");
+    }
+    return {};
 }
 
 QVariant ProbeResultsModel::headerData(int section, Qt::Orientation orientation, int role) const

@@ -15,7 +15,8 @@ __global__ void appendKvKernel(KvAppendArgs a) {
     const std::uint32_t b = blockIdx.x;
     const std::uint32_t h = blockIdx.y;
     const std::int32_t tokens = a.seqLens[b];
-    if (tokens < 1 || static_cast<std::uint32_t>(tokens) > a.maxSeqTokens())
+    const std::uint32_t maxSeq = a.layout == KvLayout::Contiguous ? a.maxTokens : a.maxBlocksPerSeq * a.blockTokens;
+    if (tokens < 1 || static_cast<std::uint32_t>(tokens) > maxSeq)
         return;
     const std::uint32_t t = static_cast<std::uint32_t>(tokens - 1);
     const std::uint64_t D = a.headDim;

@@ -188,17 +188,28 @@ TEST_CASE("probe results show predicted against measured with pass or fail", "[m
 {
     ProbeResultsModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
-    ProbeRow ok{QStringLiteral("allocation"), QStringLiteral("KV for 295 tokens"), ProbeUnit::Bytes, 3624960, 3624960, 0, true, {}};
+    ProbeRow ok{QStringLiteral("allocation"), QStringLiteral("KV for 295 tokens"), ProbeUnit::Bytes, 3624960, 3624960, 0, true, {}, {}};
     ProbeRow slow{QStringLiteral("decode step"), QStringLiteral("batch 4"), ProbeUnit::Nanoseconds, 20'000'000, 25'000'000, 4, false,
-                  QStringLiteral("slower")};
-    model.setRows({ok, slow});
+                  QStringLiteral("slower"), {}};
+    ProbeRow unsupported{QStringLiteral("limit search"), QStringLiteral("resident tokens"), ProbeUnit::Tokens, 0, 0, 0, false,
+                         QStringLiteral("MoE"), ProbeVerdict::NotSupported};
+    ProbeRow calibration{QStringLiteral("decode step"), QStringLiteral("decode bandwidth"), ProbeUnit::BytesPerSecond, 0, 6'800'000'000, 0,
+                         false, QStringLiteral("calibrates"), ProbeVerdict::Measured};
+    model.setRows({ok, slow, unsupported, calibration});
     const QStringList expected = {
         QStringLiteral("Probe | Quantity | Predicted | Measured | Difference | Verdict | Note"),
         QStringLiteral("allocation | KV for 295 tokens | 3,624,960 B (3.46 MiB) | 3,624,960 B (3.46 MiB) | +0.00 % | pass | "),
         QStringLiteral("decode step | batch 4 | 20.000 ms | 25.000 ms | +25.00 % | FAIL | slower"),
+        QStringLiteral("limit search | resident tokens | 0 tokens | - | - | not supported | MoE"),
+        QStringLiteral("decode step | decode bandwidth | - | 6.80 GB/s | - | measured | calibrates"),
     };
     CHECK(printModel(model).join(QLatin1Char('\n')).toStdString() == expected.join(QLatin1Char('\n')).toStdString());
     CHECK(model.data(model.index(0, ProbeResultsModel::Measured), ProbeResultsModel::RawRole).toULongLong() == 3624960u);
+    // Only pass and fail are coloured.
+    CHECK(model.data(model.index(0, ProbeResultsModel::Verdict), Qt::BackgroundRole).isValid());
+    CHECK(model.data(model.index(1, ProbeResultsModel::Verdict), Qt::BackgroundRole).isValid());
+    CHECK_FALSE(model.data(model.index(2, ProbeResultsModel::Verdict), Qt::BackgroundRole).isValid());
+    CHECK_FALSE(model.data(model.index(3, ProbeResultsModel::Verdict), Qt::BackgroundRole).isValid());
     model.setRows({});
     CHECK(model.rowCount() == 0);
 }
