@@ -46,6 +46,7 @@ void registerProbeCommand(CLI::App& app, CliContext& ctx);
 void registerReportCommand(CLI::App& app, CliContext& ctx);
 void registerFlagsCommand(CLI::App& app, CliContext& ctx);
 void registerSpeedCommand(CLI::App& app, CliContext& ctx);
+void registerLogCommand(CLI::App& app, CliContext& ctx);
 
 /// `models --local`: the models of the local stores and of @p dirs (cli/commands/localmodels.cpp).
 void listLocalModels(CliContext& ctx, const std::vector<std::string>& dirs, bool json);

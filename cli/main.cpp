@@ -32,6 +32,7 @@ int main(int argc, char** argv)
     registerListCommands(app, ctx);
     registerReportCommand(app, ctx);
     registerFlagsCommand(app, ctx);
+    registerLogCommand(app, ctx);
 
     // "headroom-cli frobnicate": name the unknown command rather than "A subcommand is required".
     if (argc > 1 && argv[1][0] != '-') {

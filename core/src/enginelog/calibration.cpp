@@ -1,0 +1,445 @@
+#include "headroom/core/enginelog/calibration.h"
+
+#include "headroom/core/importers/importedmodel.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace headroom {
+
+namespace {
+
+std::optional<double> number(const std::string& s)
+{
+    if (s.empty() || s.size() > 32)
+        return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    return end && *end == '\0' && std::isfinite(v) && v >= 0 ? std::optional<double>(v) : std::nullopt;
+}
+
+Bytes toBytes(double v)
+{
+    return Bytes{v <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(v))};
+}
+
+std::optional<Bytes> logBytes(const EngineLog& log, std::string_view name)
+{
+    if (auto v = log.value(name))
+        return toBytes(*v);
+    return std::nullopt;
+}
+
+Bytes overhead(const PlanResult& p, std::initializer_list<const char*> names)
+{
+    Bytes sum{0};
+    for (const OverheadItem& i : p.overheads)
+        for (const char* n : names)
+            if (i.name == n)
+                sum += i.bytes;
+    return sum;
+}
+
+/// The KV figure the log printed: its name, value, and the bytes one unit of it stands for.
+struct KvTarget {
+    std::string name;
+    std::uint64_t printed = 0;
+};
+
+std::optional<KvTarget> kvTarget(const EngineLog& log)
+{
+    const char* names[] = {"kv_cache_tokens", "num_gpu_blocks", "max_total_num_tokens", "max_batch_total_tokens",
+                           "max_kv_tokens", "kv_blocks", "available_kv_cache"};
+    for (const char* n : names)
+        if (auto v = log.value(n); v && *v > 0)
+            return KvTarget{n, static_cast<std::uint64_t>(std::llround(*v))};
+    return std::nullopt;
+}
+
+/// The plan's value of a KV figure (the corpus harness maps them the same way).
+std::uint64_t planned(const PlanResult& p, const std::string& name)
+{
+    if (name == "num_gpu_blocks" || name == "kv_blocks")
+        return p.kvBlocks;
+    if (name == "kv_cache_tokens")
+        return p.kvBlocks * p.paging.blockTokens;
+    if (name == "available_kv_cache")
+        return p.kvBudgetBytes.value;
+    return p.maxResidentTokens;
+}
+
+/// Bytes of KV budget one unit of the figure stands for.
+double unitBytes(const PlanResult& p, const std::string& name)
+{
+    const double bpt = static_cast<double>(p.kvBytesPerToken.value);
+    if (name == "num_gpu_blocks" || name == "kv_blocks")
+        return bpt * static_cast<double>(p.paging.blockTokens);
+    if (name == "available_kv_cache")
+        return 1.0;
+    return bpt;
+}
+
+std::string hex(const std::string& text)
+{
+    return hashHex(fnv1a64(text.data(), text.size()));
+}
+
+std::string cardIdOf(const Card& card)
+{
+    return card.id.empty() ? formatBytes(card.totalBytes) : card.id;
+}
+
+std::vector<ComponentComparison> compareComponents(const EngineLog& log, const PlanResult& p)
+{
+    std::vector<ComponentComparison> rows;
+    auto row = [&](std::string c, std::optional<Bytes> predicted, std::optional<Bytes> measured, std::string how) {
+        rows.push_back({std::move(c), predicted, measured, std::move(how)});
+    };
+    const auto line = [&](std::string_view name) {
+        const LogTerm* t = log.find(name);
+        return t ? "line " + std::to_string(t->line) + ": " + t->printed : std::string("not printed");
+    };
+    const bool ggml = log.engine == "llama.cpp" || log.engine == "ollama";
+    if (!ggml) {
+        row("weights", p.weightsBytes, logBytes(log, "weights"), line("weights"));
+        const Bytes act = overhead(p, {"activation_peak", "logits"});
+        std::optional<Bytes> measuredAct = logBytes(log, "activation_peak");
+        std::string how = line("activation_peak");
+        // vLLM V1 and SGLang print no peak: it is what the claimed memory leaves after weights and KV.
+        if (!measuredAct && log.engine == "vllm")
+            if (auto req = log.value("requested_memory"), w = log.value("weights"), kv = log.value("available_kv_cache"); req && w && kv) {
+                measuredAct = toBytes(*req - *w - *kv);
+                how = "requested - weights - available KV (lines " + std::to_string(log.find("requested_memory")->line) + ", " +
+                      std::to_string(log.find("weights")->line) + ", " + std::to_string(log.find("available_kv_cache")->line) +
+                      "): the profile run's peak, non-torch memory and graphs together";
+            }
+        row("activation_peak", act, measuredAct, how);
+        row("non_torch", overhead(p, {"cuda_context"}), logBytes(log, "non_torch"), line("non_torch"));
+        std::optional<Bytes> graphs = logBytes(log, "cuda_graph_captured");
+        row("cuda_graphs", overhead(p, {"cuda_graphs"}), graphs ? graphs : logBytes(log, "cuda_graph_estimate"),
+            graphs ? line("cuda_graph_captured") : line("cuda_graph_estimate"));
+        std::optional<Bytes> kv = logBytes(log, "available_kv_cache");
+        std::string kvHow = line("available_kv_cache");
+        if (!kv) {
+            kv = logBytes(log, "kv_cache");
+            kvHow = line("kv_cache");
+        }
+        row("kv_budget", p.kvBudgetBytes, kv, kvHow);
+    } else {
+        row("weights", p.weightsBytes, log.sumOverDevices("model_buffer") ? std::optional<Bytes>(toBytes(*log.sumOverDevices("model_buffer")))
+                                                                          : logBytes(log, "weights.total"),
+            log.find("model_buffer") ? "model buffers, all devices" : line("weights.total"));
+        const auto compute = log.value("compute_buffer", "CUDA0");
+        row("compute_buffer", overhead(p, {"activation_peak"}), compute ? std::optional<Bytes>(toBytes(*compute)) : logBytes(log, "graph.full"),
+            compute ? "CUDA0 compute buffer" : line("graph.full"));
+        const auto kvSum = log.sumOverDevices("kv_buffer");
+        const std::uint64_t cells = std::max<std::uint64_t>(p.contextTokens, 1);
+        row("kv_buffer", Bytes{p.kvBytesPerToken.value * cells * std::max<std::uint64_t>(p.users, 1)},
+            kvSum ? std::optional<Bytes>(toBytes(*kvSum)) : logBytes(log, "required.kv"),
+            kvSum ? "KV buffers, all devices" : line("required.kv"));
+    }
+    return rows;
+}
+
+} // namespace
+
+std::string LogCalibration::name() const
+{
+    return engine + (engineVersion.empty() ? "" : " " + engineVersion) + " on " + cardId + " from " + logName + " (" + logHash + ")";
+}
+
+std::string engineProfileId(const EngineLog& log)
+{
+    return log.engine;
+}
+
+std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
+{
+    std::vector<std::string> applied;
+    for (const auto& [key, value] : log.settings) {
+        const auto v = number(value);
+        if (!v)
+            continue;
+        bool used = true;
+        if (key == "gpu-memory-utilization" || key == "mem-fraction-static" || key == "free_gpu_memory_fraction" ||
+            key == "cuda-memory-fraction")
+            r.engine.memoryFraction = *v;
+        else if (key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx")
+            r.contextTokens = static_cast<std::uint64_t>(*v);
+        else if ((key == "-c" || key == "ctx-size" || key == "n_ctx") && !log.settings.count("n_ctx_seq") && !r.contextTokens)
+            r.contextTokens = static_cast<std::uint64_t>(*v);
+        else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "n_ubatch" || key == "-ub" ||
+                 key == "max_num_tokens" || key == "max-batch-prefill-tokens")
+            r.ubatchTokens = static_cast<std::uint64_t>(*v);
+        else if (key == "tensor-parallel-size" || key == "tp" || key == "tp-size")
+            r.tensorParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
+        else if (key == "pipeline-parallel-size" || key == "pp" || key == "pp-size")
+            r.pipelineParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
+        else if (key == "n_seq_max" || key == "OLLAMA_NUM_PARALLEL" || key == "parallel" || key == "np")
+            r.users = static_cast<std::uint64_t>(*v);
+        else if (key == "block-size" || key == "tokens_per_block" || key == "page-size")
+            r.engine.blockTokens = static_cast<std::uint64_t>(std::max(1.0, *v));
+        else
+            used = false;
+        if (used)
+            applied.push_back(key + "=" + value);
+    }
+    return applied;
+}
+
+tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, const PlanRequest& request, const std::string& logName,
+                                                        const std::string& logText)
+{
+    LogComparison out;
+    out.request = request;
+    auto predicted = makePlan(request);
+    if (!predicted)
+        return tl::unexpected(predicted.error());
+    out.predicted = *predicted;
+    out.components = compareComponents(log, out.predicted);
+
+    LogCalibration& cal = out.calibration;
+    cal.cardId = cardIdOf(request.card);
+    cal.cardTotalBytes = request.card.totalBytes;
+    cal.engine = log.engine;
+    cal.engineVersion = log.version;
+    cal.modelId = request.model.id;
+    cal.logName = logName;
+    cal.logHash = hex(logText);
+    cal.ubatchTokens = out.predicted.ubatchTokens;
+    cal.measured = request.measured;
+
+    const bool ggml = log.engine == "llama.cpp" || log.engine == "ollama";
+    if (ggml) {
+        // llama.cpp sizes its KV cache from n_ctx, not from a budget: the compute buffer is what it measured.
+        const auto compute = log.value("compute_buffer", "CUDA0");
+        const auto graph = log.value("graph.full");
+        if (compute || graph)
+            cal.measured.activationPeakBytes = toBytes(compute ? *compute : *graph);
+        out.notes.push_back("llama.cpp sizes its KV cache from n_ctx, not from a free-memory budget: the calibration keeps the "
+                            "measured compute buffer; the KV buffer is compared, not fitted");
+    } else if (auto target = kvTarget(log)) {
+        // Fit the profiled term so that the plan's pool gives the printed figure: the activation
+        // peak where the engine's rule has one (vLLM, TGI, TensorRT-LLM), else the runtime term
+        // (SGLang's mem_fraction_static rule keeps everything but weights and KV in it).
+        const bool hasActivation = overhead(out.predicted, {"activation_peak"}).value > 0;
+        const double unit = unitBytes(out.predicted, target->name);
+        double act = static_cast<double>(hasActivation ? overhead(out.predicted, {"activation_peak", "logits"}).value
+                                                       : overhead(out.predicted, {"cuda_context"}).value);
+        auto requestWith = [&](double bytes) {
+            PlanRequest r = request;
+            if (hasActivation)
+                r.measured.activationPeakBytes = toBytes(bytes);
+            else
+                r.measured.runtimeBytes = toBytes(bytes);
+            return r;
+        };
+        PlanResult p = out.predicted;
+        bool exact = false;
+        for (int i = 0; i < 16 && unit > 0; ++i) {
+            const double want = (static_cast<double>(target->printed) + (unit > 1.0 ? 0.5 : 0.0)) * unit;
+            const double have = static_cast<double>(p.kvBudgetBytes.value);
+            act += have - want;
+            if (act < 0) {
+                out.notes.push_back("the log's pool is larger than the plan's weights and runtime leave: the plan's weights "
+                                    "are larger than the engine's on this card; no overhead fits");
+                act = 0;
+            }
+            auto again = makePlan(requestWith(act));
+            if (!again)
+                return tl::unexpected(again.error());
+            p = *again;
+            if (planned(p, target->name) == target->printed) {
+                exact = true;
+                break;
+            }
+            if (act == 0)
+                break;
+        }
+        if (hasActivation)
+            cal.measured.activationPeakBytes = toBytes(act);
+        else
+            cal.measured.runtimeBytes = toBytes(act);
+        out.kvFigure = KvFigureComparison{target->name, target->printed, planned(out.predicted, target->name), planned(p, target->name)};
+        if (!exact)
+            out.notes.push_back("the calibrated plan gives " + std::to_string(planned(p, target->name)) + " for " + target->name +
+                                ", the log " + std::to_string(target->printed) + " (the plan counts whole blocks of " +
+                                std::to_string(p.paging.blockTokens) + " tokens)");
+    } else {
+        out.notes.push_back("the log prints no KV figure (GPU KV cache size, # GPU blocks, max_total_num_tokens, max batch total "
+                            "tokens, tokens in paged KV cache): nothing to calibrate");
+    }
+    auto calibrated = makeCalibratedPlan(request, cal);
+    if (!calibrated)
+        return tl::unexpected(calibrated.error());
+    out.calibrated = *calibrated;
+    return out;
+}
+
+PlanRequest withCalibration(PlanRequest request, const LogCalibration& calibration)
+{
+    if (calibration.measured.activationPeakBytes)
+        request.measured.activationPeakBytes = calibration.measured.activationPeakBytes;
+    if (calibration.measured.runtimeBytes)
+        request.measured.runtimeBytes = calibration.measured.runtimeBytes;
+    if (calibration.measured.cudaGraphBytes)
+        request.measured.cudaGraphBytes = calibration.measured.cudaGraphBytes;
+    if (!request.ubatchTokens && calibration.ubatchTokens > 0)
+        request.ubatchTokens = calibration.ubatchTokens;
+    return request;
+}
+
+tl::expected<PlanResult, std::string> makeCalibratedPlan(const PlanRequest& request, const LogCalibration& calibration)
+{
+    const PlanRequest r = withCalibration(request, calibration);
+    // A measured peak holds at the micro-batch it was measured at only.
+    PlanRequest used = r;
+    const bool sameBatch = !request.ubatchTokens || *request.ubatchTokens == calibration.ubatchTokens || calibration.ubatchTokens == 0;
+    if (!sameBatch)
+        used.measured.activationPeakBytes = request.measured.activationPeakBytes;
+    auto plan = makePlan(used);
+    if (!plan)
+        return plan;
+    if (sameBatch)
+        plan->notes.push_back("calibrated by " + calibration.name() + ": " +
+                              (calibration.measured.activationPeakBytes
+                                   ? "activation peak " + formatBytes(*calibration.measured.activationPeakBytes)
+                                   : "runtime " + formatBytes(calibration.measured.runtimeBytes.value_or(Bytes{0}))) +
+                              " measured at a micro-batch of " + std::to_string(calibration.ubatchTokens) + " tokens");
+    else
+        plan->notes.push_back("calibration " + calibration.name() + " not applied: it was measured at a micro-batch of " +
+                              std::to_string(calibration.ubatchTokens) + " tokens, this plan asks for " +
+                              std::to_string(*request.ubatchTokens));
+    return plan;
+}
+
+tl::expected<PlanResult, std::string> calibratedAt(const PlanRequest& request, const LogCalibration& calibration,
+                                                   std::uint64_t contextTokens, std::uint64_t users)
+{
+    PlanRequest r = request;
+    r.contextTokens = contextTokens;
+    r.users = users;
+    return makeCalibratedPlan(r, calibration);
+}
+
+std::optional<double> largestFractionLeaving(const PlanRequest& request, Bytes freeBytes)
+{
+    const EngineKind k = request.engine.kind;
+    if (k != EngineKind::Vllm && k != EngineKind::Tgi && k != EngineKind::SgLang)
+        return std::nullopt;
+    const double total = static_cast<double>(request.card.totalBytes.value);
+    if (total <= 0 || static_cast<double>(freeBytes.value) >= total)
+        return 0.0;
+    // Rounded down to 0.01, with a guard against 0.95 printing as 0.9499999.
+    return std::floor((total - static_cast<double>(freeBytes.value)) / total * 100.0 + 1e-9) / 100.0;
+}
+
+tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& request, const LogCalibration& calibration,
+                                                           std::uint64_t users, std::uint64_t contextTokens)
+{
+    auto base = calibratedAt(request, calibration, contextTokens, users);
+    if (!base)
+        return tl::unexpected(base.error());
+    SettingForUsers s;
+    const std::uint64_t block = std::max<std::uint64_t>(base->paging.blockTokens, 1);
+    const std::uint64_t blocks = (contextTokens + block - 1) / block;
+    s.kvCacheBytes = Bytes{users * blocks * block * base->kvBytesPerToken.value};
+    // The smallest fraction whose plan holds them: search 0.01 steps upward from the estimate.
+    const double total = static_cast<double>(request.card.totalBytes.value);
+    const double spent = static_cast<double>(base->weightsBytes.value + totalBytes(base->overheads).value);
+    double f = total > 0 ? std::ceil((spent + static_cast<double>(s.kvCacheBytes.value)) / total * 100.0 - 1e-9) / 100.0 : 1.0;
+    for (f = std::max(0.01, f - 0.02); f <= 1.0 + 1e-9; f += 0.01) {
+        PlanRequest r = request;
+        r.engine.memoryFraction = std::round(f * 100.0) / 100.0;
+        auto p = calibratedAt(r, calibration, contextTokens, users);
+        if (!p)
+            return tl::unexpected(p.error());
+        if (p->maxUsers && *p->maxUsers >= users) {
+            s.memoryFraction = r.engine.memoryFraction;
+            s.possible = true;
+            break;
+        }
+    }
+    return s;
+}
+
+std::string calibrationToJson(const LogCalibration& c)
+{
+    nlohmann::ordered_json j;
+    j["schema_version"] = LogCalibration::kSchemaVersion;
+    j["card"] = c.cardId;
+    j["card_total_bytes"] = c.cardTotalBytes.value;
+    j["engine"] = c.engine;
+    j["engine_version"] = c.engineVersion;
+    j["model"] = c.modelId;
+    j["log"] = c.logName;
+    j["log_hash"] = c.logHash;
+    j["ubatch_tokens"] = c.ubatchTokens;
+    nlohmann::ordered_json m = nlohmann::ordered_json::object();
+    if (c.measured.activationPeakBytes)
+        m["activation_peak_bytes"] = c.measured.activationPeakBytes->value;
+    if (c.measured.runtimeBytes)
+        m["runtime_bytes"] = c.measured.runtimeBytes->value;
+    if (c.measured.cudaGraphBytes)
+        m["cuda_graph_bytes"] = c.measured.cudaGraphBytes->value;
+    j["measured"] = m;
+    return j.dump(2) + "\n";
+}
+
+tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string& text, const std::string& fileName)
+{
+    if (text.size() > (1u << 20))
+        return tl::unexpected(fileName + ": a calibration is at most 1 MiB");
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return tl::unexpected(fileName + ": not a JSON object");
+    const auto version = j.find("schema_version");
+    if (version == j.end() || !version->is_number_integer() || version->get<int>() != LogCalibration::kSchemaVersion)
+        return tl::unexpected(fileName + ": schema_version " + (version == j.end() ? std::string("missing") : version->dump()) +
+                              ", this build reads " + std::to_string(LogCalibration::kSchemaVersion));
+    LogCalibration c;
+    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    auto u64 = [&](const nlohmann::json& o, const char* k) -> std::optional<std::uint64_t> {
+        if (!o.contains(k))
+            return std::nullopt;
+        if (!o[k].is_number_unsigned())
+            return std::nullopt;
+        return o[k].get<std::uint64_t>();
+    };
+    c.cardId = str("card");
+    c.engine = str("engine");
+    c.engineVersion = str("engine_version");
+    c.modelId = str("model");
+    c.logName = str("log");
+    c.logHash = str("log_hash");
+    c.cardTotalBytes = Bytes{u64(j, "card_total_bytes").value_or(0)};
+    c.ubatchTokens = u64(j, "ubatch_tokens").value_or(0);
+    if (c.engine.empty() || c.cardTotalBytes.value == 0)
+        return tl::unexpected(fileName + ": key engine and card_total_bytes are required");
+    if (j.contains("measured") && j["measured"].is_object()) {
+        const auto& m = j["measured"];
+        for (const char* k : {"activation_peak_bytes", "runtime_bytes", "cuda_graph_bytes"})
+            if (m.contains(k) && !m[k].is_number_unsigned())
+                return tl::unexpected(fileName + ": key measured." + k + ": expected bytes (an unsigned integer), found " + m[k].dump());
+        if (auto v = u64(m, "activation_peak_bytes"))
+            c.measured.activationPeakBytes = Bytes{*v};
+        if (auto v = u64(m, "runtime_bytes"))
+            c.measured.runtimeBytes = Bytes{*v};
+        if (auto v = u64(m, "cuda_graph_bytes"))
+            c.measured.cudaGraphBytes = Bytes{*v};
+    }
+    return c;
+}
+
+std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& c)
+{
+    std::string card;
+    for (char ch : c.cardId)
+        card += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+    return userProfilesDir / "calibrations" / (card + "." + c.engine + ".json");
+}
+
+} // namespace headroom

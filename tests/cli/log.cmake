@@ -1,0 +1,50 @@
+# headroom-cli log: engine start-up logs of the corpus (tests/data/engine-logs, written out as
+# plain log files at configure time), damaged copies (CRLF, ANSI), and input that is no log.
+set(_logs ${PROJECT_SOURCE_DIR}/tests/data/engine-logs)
+set(_scratch ${CMAKE_CURRENT_BINARY_DIR}/scratch/logs)
+file(MAKE_DIRECTORY ${_scratch})
+
+# Writes the verbatim lines of corpus case `id` to ${_scratch}/id.log.
+function(headroom_corpus_log id)
+  file(READ ${_logs}/${id}.json _json)
+  string(JSON _n LENGTH "${_json}" log)
+  math(EXPR _last "${_n} - 1")
+  set(_text "")
+  foreach(i RANGE ${_last})
+    string(JSON _line GET "${_json}" log ${i})
+    string(APPEND _text "${_line}\n")
+  endforeach()
+  file(WRITE ${_scratch}/${id}.log "${_text}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_logs}/${id}.json)
+endfunction()
+
+headroom_corpus_log(vllm-0.19-llama-3.1-8b-h100-ctx8192)
+headroom_corpus_log(sglang-0.4.3-qwq-32b-4xl4-tp4)
+set(_vllm ${_scratch}/vllm-0.19-llama-3.1-8b-h100-ctx8192.log)
+
+# The 0.19 log of Llama-3.1-8B on an H100: the plan predicts 485,328 tokens (+2.0 %), the
+# calibration gives the printed 476,016 exactly; at 32k x 16 users the pool is the same 29,751
+# blocks (the micro-batch is), room for 14 users.
+headroom_cli_sh_test(cli_log_vllm
+  "${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 --context 32768 --users 16"
+  "This log is from vLLM \\(version not printed; the lines are V1's\\); 10 of 10 lines were understood.*weights +14.96 GiB +14.99 GiB.*GPU KV cache size \\(tokens\\): the log 476,016, the plan 485,328 \\(\\+2.0 %\\), calibrated 476,016 \\(exact\\).*at context 32,768 and 16 users: 29,751 blocks \\(476,016 tokens\\), room for 14 users.*leaves 2.00 GiB free: 0.97")
+# The same log from standard input with Windows line ends and colours.
+headroom_cli_sh_test(cli_log_stdin_crlf_ansi
+  "sed 's/^/\\x1b[32m/; s/$/\\x1b[0m\\r/' ${_vllm} | ${HEADROOM_CLI} log - -m llama-3.1-8b -w bf16 --kv-dtype bf16"
+  "10 of 10 lines were understood.*calibrated 476,016 \\(exact\\)")
+headroom_cli_sh_test(cli_log_sglang
+  "${HEADROOM_CLI} log ${_scratch}/sglang-0.4.3-qwq-32b-4xl4-tp4.log -m qwen2.5-32b -w bf16 --kv-dtype bf16 -c l4 2>&1; echo \"exit code $?\""
+  "This log is from SGLang.*max_total_num_tokens: the log 46,611.*calibrated 46,611 \\(exact\\).*exit code 0")
+headroom_cli_sh_test(cli_log_save
+  "rm -f ${_scratch}/cal.json && ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -o ${_scratch}/cal.json >/dev/null && cat ${_scratch}/cal.json"
+  "\"schema_version\": 1,\n  \"card\": \"79.19 GiB\",.*\"engine\": \"vllm\",.*\"ubatch_tokens\": 8192,\n  \"measured\": {\n    \"activation_peak_bytes\": [0-9]+")
+file(WRITE ${_scratch}/not-a-log.txt "hello\nworld\n")
+headroom_cli_sh_test(cli_log_unknown
+  "${HEADROOM_CLI} log ${_scratch}/not-a-log.txt 2>&1; echo \"exit code $?\""
+  "not-a-log.txt: This log is from an engine not recognised; 0 of 2 lines were understood. Expected the start-up lines.*exit code 1")
+headroom_cli_sh_test(cli_log_missing
+  "${HEADROOM_CLI} log ${_scratch}/absent.log 2>&1; echo \"exit code $?\""
+  "cannot read .*absent.log.*exit code 1")
+headroom_cli_sh_test(cli_log_no_model
+  "env -i HOME=/nonexistent HF_HUB_OFFLINE=1 ${HEADROOM_CLI} log ${_vllm} 2>&1; echo \"exit code $?\""
+  "meta-llama/Llama-3.1-8B-Instruct.*the model the log names; give another with -m.*exit code 1")
