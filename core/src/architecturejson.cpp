@@ -149,12 +149,14 @@ bool readMoe(const json& j, const std::string& pointer, MoeConfig& moe, std::str
 bool readMla(const json& j, const std::string& pointer, MlaConfig& mla, std::string& key, std::string& message)
 {
     ObjectReader r(j, pointer, key, message);
-    return r.checkObject({"kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank"})
+    return r.checkObject({"kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank",
+                          "full_kv_cache"})
         && r.unsignedValue("kv_lora_rank", mla.kvLoraRank, true, 1)
         && r.unsignedValue("qk_rope_head_dim", mla.qkRopeHeadDim, true)
         && r.unsignedValue("qk_nope_head_dim", mla.qkNopeHeadDim, true)
         && r.unsignedValue("v_head_dim", mla.vHeadDim, true, 1)
-        && r.unsignedValue("q_lora_rank", mla.qLoraRank, true);
+        && r.unsignedValue("q_lora_rank", mla.qLoraRank, true)
+        && (!r.has("full_kv_cache") || r.boolValue("full_kv_cache", mla.fullKvCache));
 }
 
 bool readSliding(const json& j, const std::string& pointer, std::uint32_t layers, SlidingWindowConfig& sw,
@@ -310,6 +312,8 @@ nlohmann::json architectureToJson(const Architecture& a)
                     {"qk_nope_head_dim", a.mla.qkNopeHeadDim},
                     {"v_head_dim", a.mla.vHeadDim},
                     {"q_lora_rank", a.mla.qLoraRank}};
+        if (a.mla.fullKvCache)
+            j["mla"]["full_kv_cache"] = true;
     }
     if (a.sliding.enabled()) {
         json sw = {{"window_tokens", a.sliding.windowTokens}};

@@ -60,7 +60,7 @@ KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t 
     const std::uint32_t end = layerCount == 0 ? arch.layers : std::min(arch.layers, firstLayer + layerCount);
     for (std::uint32_t i = firstLayer; i < end; ++i) {
         std::uint64_t bytes = 0;
-        if (arch.mla.enabled()) {
+        if (arch.mla.cachesLatent()) {
             // One latent row of kv_lora_rank + rope dim per token and layer, replicated on every
             // TP rank (vLLM MLAAttentionSpec; SGLang cell_size for MLA).
             bytes = dtype.rowBytes(std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim);

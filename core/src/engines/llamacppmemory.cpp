@@ -18,7 +18,9 @@ struct LayerRows {
 
 LayerRows layerRows(const Architecture& arch, std::uint32_t il, MlaCache mla)
 {
-    if (arch.mla.enabled()) {
+    // A GGUF converted before the MLA cache (MlaConfig::fullKvCache) is cached per head by every
+    // version: its key_length/value_length are the per-head widths.
+    if (arch.mla.cachesLatent()) {
         const std::uint64_t latent = std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim;
         if (mla == MlaCache::LatentKOnly)
             return {latent, 0};
@@ -186,7 +188,7 @@ std::optional<std::string> refusal(const Architecture& arch, const ContextSettin
 {
     if (s.parallel > kMaxSequences)
         return "-np " + std::to_string(s.parallel) + ": llama.cpp refuses it (n_seq_max must be <= 256)";
-    if (arch.mla.enabled() && s.typeK.id != s.typeV.id)
+    if (arch.mla.cachesLatent() && s.typeK.id != s.typeV.id)
         return "-ctk " + s.typeK.id + " -ctv " + s.typeV.id
             + ": llama.cpp refuses different K and V cache types for an MLA model";
     if (isQuantized(s.typeV) && !s.flashAttention)
@@ -197,7 +199,7 @@ std::optional<std::string> refusal(const Architecture& arch, const ContextSettin
         // DeepSeek), nope + rope (K) and v_head (V) before it.
         std::uint64_t headK = arch.headDim;
         std::uint64_t headV = arch.valueDim();
-        if (arch.mla.enabled()) {
+        if (arch.mla.cachesLatent()) {
             const bool latent = s.mlaCache != MlaCache::FullHeads;
             headK = latent ? std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim
                            : std::uint64_t{arch.mla.qkNopeHeadDim} + arch.mla.qkRopeHeadDim;

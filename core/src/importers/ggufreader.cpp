@@ -718,6 +718,10 @@ std::optional<Architecture> ggufArchitecture(const GgufFile& file, std::string* 
         const std::uint64_t kLen = uintKey(file, p + "attention.key_length_mla").value_or(arch.headDim);
         arch.mla.qkNopeHeadDim = clamp32(kLen > rope ? kLen - rope : 0);
         arch.mla.vHeadDim = clamp32(uintKey(file, p + "attention.value_length_mla").value_or(arch.valueDim()));
+        // Files converted before llama.cpp's MLA cache have no key_length_mla: their key_length /
+        // value_length are the per-head 192 / 128 of all head_count_kv heads, and llama.cpp caches
+        // exactly that (MlaConfig::fullKvCache).
+        arch.mla.fullKvCache = file.find(p + "attention.key_length_mla") == nullptr;
     }
     // Sliding window: every layer unless a pattern says otherwise (llama.cpp llama-model.cpp:
     // gemma2 pattern 2, gemma3 pattern 6, cohere2 pattern 4; layer il slides when il % n < n - 1).

@@ -46,8 +46,16 @@ struct MlaConfig {
     std::uint32_t qkNopeHeadDim = 0;  ///< per-head non-RoPE query/key dim
     std::uint32_t vHeadDim = 0;       ///< per-head value dim
     std::uint32_t qLoraRank = 0;      ///< query compression rank; 0 = queries projected directly
+    /// The engine caches full per-head K (qk_nope + qk_rope) and V (v_head) for every head instead
+    /// of the latent: DeepSeek GGUF files written before llama.cpp's MLA cache (ggml-org/llama.cpp
+    /// PR 12801, 2025-04; such files lack `<arch>.attention.key_length_mla`) are loaded that way,
+    /// `llama_kv_cache_init: layer N: n_embd_k_gqa = 24576, n_embd_v_gqa = 16384` for DeepSeek-R1
+    /// (ggml-org/llama.cpp PR 11397): 71x the 576-value latent of V3/R1, 8.9x for V2-Lite.
+    bool fullKvCache = false;
 
     bool enabled() const { return kvLoraRank > 0; }
+    /// True when the cache holds the compressed latent (MLA enabled and not fullKvCache).
+    bool cachesLatent() const { return enabled() && !fullKvCache; }
 };
 
 /// Sliding-window attention: some layers attend only to the last windowTokens tokens, so their
