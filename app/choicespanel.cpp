@@ -5,6 +5,7 @@
 #include "sliderentry.h"
 
 #include <QComboBox>
+#include <QCompleter>
 #include <QFormLayout>
 #include <QGuiApplication>
 #include <QHBoxLayout>
@@ -46,6 +47,9 @@ QString cardLabel(const Card& card)
 {
     QString name = QString::fromStdString(card.anonymous || card.name.empty() ? card.id : card.name);
     name.remove(QStringLiteral("NVIDIA ")).remove(QStringLiteral("GeForce "));
+    // A card without a public driver-reported total says so (Card::totalEstimated, profiles/cards).
+    if (card.totalEstimated)
+        return QStringLiteral("%1 (%2, estimated)").arg(name, bytesText(card.totalBytes));
     return QStringLiteral("%1 (%2)").arg(name, bytesText(card.totalBytes));
 }
 
@@ -77,6 +81,13 @@ void ChoicesPanel::build()
     m_modelCombo = new QComboBox;
     m_modelCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_modelCombo->setMinimumContentsLength(16);
+    // Typing searches the catalog: any part of a model's name, case-insensitive.
+    m_modelCombo->setEditable(true);
+    m_modelCombo->setInsertPolicy(QComboBox::NoInsert);
+    m_modelCombo->lineEdit()->setPlaceholderText(QStringLiteral("search models"));
+    m_modelCombo->completer()->setCompletionMode(QCompleter::PopupCompletion);
+    m_modelCombo->completer()->setFilterMode(Qt::MatchContains);
+    m_modelCombo->completer()->setCaseSensitivity(Qt::CaseInsensitive);
     refillModels();
     m_importFile = new QPushButton(QStringLiteral("&Import..."));
     m_importFile->setToolTip(QStringLiteral("Read a config.json, a .safetensors or a .gguf file"));
