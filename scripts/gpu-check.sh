@@ -6,9 +6,11 @@
 #   scripts/gpu-check.sh LOG_DIR
 #
 # Configures a Release build without the GUI for the chip there (sm_90, CUDA required), builds
-# it, runs the GPU-labelled tests (ctest -L gpu: kernels and probes), the CPU probe tests, the
-# probe command on cuda:0 under 8/16/24 GiB budgets (qwen2.5-0.5b, JSON into LOG_DIR), and the
-# CUDA kernel benchmarks, writes the full
+# it, runs the GPU-labelled tests (ctest -L gpu: kernels, including the KV cache write and the
+# fp32 -> fp16 conversion of the decode step, and probes), the CPU probe tests, the probe command on
+# cuda:0 under 8/16/24 GiB budgets (qwen2.5-0.5b, JSON into LOG_DIR, progress in the .log beside
+# it), `report --check` over the 24 GiB probe document (its verdicts re-checked), and the CUDA
+# kernel benchmarks, writes the full
 # logs to LOG_DIR and prints a short table last. Exit status: 0 when every step passed, else 1.
 set -uo pipefail
 
@@ -88,10 +90,18 @@ if [ "$configured" -eq 0 ]; then
     ctest --test-dir "$build" -L probes -LE gpu --output-on-failure --no-tests=error
   # The probes on the GPU, emulating 8/16/24 GB cards with a budget cap (one JSON document each).
   if [ -x "$build/bin/headroom-cli" ]; then
+    # JSON on stdout, progress lines on stderr (kept apart so the JSON file stays parseable).
     for budget in 8GiB 16GiB 24GiB; do
-      step "probe cuda:0 $budget" "probe-cuda-$budget.json" \
-        "$build/bin/headroom-cli" probe --device cuda:0 --budget "$budget" --model qwen2.5-0.5b --json
+      step "probe cuda:0 $budget" "probe-cuda-$budget.log" \
+        bash -c '"$1" probe --device cuda:0 --budget "$2" --model qwen2.5-0.5b --json >"$3"' _ \
+        "$build/bin/headroom-cli" "$budget" "$logs/probe-cuda-$budget.json"
     done
+    # The verdicts of the probe document re-checked by report --check (core/probeverdict.h rules):
+    # the allocation exact, the limit within one block or 1 % and never above, every timing row's
+    # verdict from its own measured and calibrated-predicted times.
+    step "report --check probes" report-check-probes.log \
+      bash -c '"$1" report -m qwen2.5-0.5b -c 24GiB --probes "$2" -o "$3" && "$1" report --check "$3"' _ \
+      "$build/bin/headroom-cli" "$logs/probe-cuda-24GiB.json" "$logs/report-probes.json"
   else
     rows+=("$(printf '%-22s %-16s' "probe cuda:0" "NOT BUILT")")
     failed=1
