@@ -95,7 +95,7 @@ const std::vector<float>& weights() {
     return w;
 }
 
-enum class Format { Fp16, Int8Tensor, Int8Row, Int8G128, Int4Tensor, Int4Row, Int4G128, Nf4B64 };
+enum class Format { Fp16, Int8Tensor, Int8Row, Int8G128, Int4Tensor, Int4Row, Int4G128, Nf4B64, Int8G32, Int4G32 };
 
 fmt::QuantLayout layoutOf(Format f) {
     using fmt::ScaleScope;
@@ -108,6 +108,8 @@ fmt::QuantLayout layoutOf(Format f) {
     case Format::Int4Row: return fmt::symmetricLayout(4, ScaleScope::Row);
     case Format::Int4G128: return fmt::symmetricLayout(4, ScaleScope::Group, 128);
     case Format::Nf4B64: return fmt::nf4Layout();
+    case Format::Int8G32: return fmt::symmetricLayout(8, ScaleScope::Group, 32); // q8_0's bytes per weight
+    case Format::Int4G32: return fmt::symmetricLayout(4, ScaleScope::Group, 32); // q4_0's bytes per weight
     }
     return fmt::fp16Layout();
 }
@@ -213,14 +215,14 @@ void BM_Attention(benchmark::State& state) {
 }
 
 const char* const kFormatNames[] = {"fp16", "int8-tensor", "int8-row", "int8-g128",
-                                    "int4-tensor", "int4-row", "int4-g128", "nf4-b64"};
+                                    "int4-tensor", "int4-row", "int4-g128", "nf4-b64", "int8-g32", "int4-g32"};
 
 void registerAll() {
     for (const int paged : {0, 1})
         benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") + (paged ? "paged" : "contiguous")).c_str(),
                                      BM_Attention)
             ->Args({32768, paged, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
-    for (int f = 0; f <= static_cast<int>(Format::Nf4B64); ++f)
+    for (int f = 0; f <= static_cast<int>(Format::Int4G32); ++f)
         benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1").c_str(), BM_Gemv)
             ->Args({f, 1, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
     for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int4G128)}) {

@@ -222,6 +222,55 @@ inline void gemmRows(const GemvArgs& args, const float* xNat, const float* xChun
     }
 }
 
+/// 32 signed 4-bit codes (16 bytes, column 2j in the low nibble of byte j, 2j + 1 in the high one)
+/// as 32 int8 in column order.
+inline __m256i int4To8(const std::uint8_t* bytes) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const __m128i lo = _mm_and_si128(packed, mask);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
+    const __m256i v = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    const __m256i eight = _mm256_set1_epi8(8);
+    return _mm256_sub_epi8(_mm256_xor_si256(v, eight), eight); // sign-extend the 4-bit two's complement
+}
+
+/// Rows [begin, end) of y = x W^T for B = 1 on the integer codes (int8 and int4 layouts whose
+/// scale territories are whole 32-column blocks): per 32 columns, sum_k w_k q_k in int32 by
+/// maddubs (|w| x sign(q, w), as ggml's q8 dot products do), then scaled once by the weight scale
+/// times the activation block's scale @p xScale. @p xq: x quantized per 32 columns
+/// (quantizeActivations32); columns past the last whole block in fp32 from @p xNat.
+inline void gemvRowsQ8(const GemvArgs& args, const float* xNat, const std::int8_t* xq, const float* xScale,
+                       std::uint64_t begin, std::uint64_t end) {
+    const WeightMatrix& w = args.weights;
+    const fmt::QuantLayout layout = w.layout;
+    const std::uint32_t K = w.cols;
+    const std::uint32_t blocks = K / 32;
+    const std::uint64_t stride = fmt::rowBytes(layout, K);
+    const bool four = layout.type == fmt::QuantType::Int4;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (std::uint64_t n = begin; n < end; ++n) {
+        const std::uint8_t* row = w.data + n * stride;
+        const std::uint16_t* scales = w.scales + fmt::rowScaleOffset(layout, n, K);
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}; // two chains of FMAs
+        for (std::uint32_t blk = 0; blk < blocks; ++blk) {
+            const std::uint32_t k0 = blk * 32;
+            const float scale = _cvtsh_ss(scales[fmt::scaleIndexInRow(layout, k0)]);
+            const __m256i wv = four ? int4To8(row + k0 / 2) : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k0));
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k0));
+            const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
+            const __m256i sums = _mm256_madd_epi16(products, ones);
+            acc[blk & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(scale * xScale[blk]), acc[blk & 1]);
+        }
+        float sum = hsum(_mm256_add_ps(acc[0], acc[1]));
+        for (std::uint32_t k = blocks * 32; k < K; ++k)
+            sum += fmt::loadWeight(layout, row, scales, k) * xNat[k];
+        if (args.yType == OutputType::Fp32)
+            static_cast<float*>(args.y)[n] = sum;
+        else
+            static_cast<std::uint16_t*>(args.y)[n] = fmt::floatToHalf(sum);
+    }
+}
+
 /// attentionPairs for D a multiple of 8: the same tiles and online softmax, with the score dots
 /// and the weighted V sum in AVX2 registers (the V accumulators stay in registers over a tile).
 inline void attentionPairs8(const DecodeAttentionArgs& args, std::uint64_t begin, std::uint64_t end) {
@@ -299,6 +348,35 @@ bool cpuUsesAvx2() {
 #endif
 }
 
+namespace {
+
+/// x [K] quantized per 32 columns as ggml's q8_0 does: d = max |x| / 127, q = round(x / d); the
+/// columns past the last whole block are left to the fp32 tail.
+void quantizeActivations32(const float* x, std::uint32_t K, std::int8_t* q, float* d) {
+    for (std::uint32_t blk = 0; blk < K / 32; ++blk) {
+        const float* xb = x + std::uint64_t{blk} * 32;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; ++j)
+            amax = std::max(amax, std::fabs(xb[j]));
+        const float scale = amax / 127.0f;
+        const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+        d[blk] = scale;
+        for (int j = 0; j < 32; ++j)
+            q[std::uint64_t{blk} * 32 + j] = static_cast<std::int8_t>(std::lrint(xb[j] * inv));
+    }
+}
+
+/// True when the integer-code GEMV runs @p w: int8 or int4 codes with scale territories of whole
+/// 32-column blocks, at least one block.
+bool integerDotLayout(const WeightMatrix& w) {
+    const fmt::QuantLayout l = w.layout;
+    if (l.type != fmt::QuantType::Int8 && l.type != fmt::QuantType::Int4)
+        return false;
+    return w.cols >= 32 && (l.scope != fmt::ScaleScope::Group || l.groupWeights % 32 == 0);
+}
+
+} // namespace
+
 bool supportsGemvCpu(const GemvArgs& args) {
     return validate(args) == Status::Ok;
 }
@@ -326,6 +404,17 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
                 dst[k0 + j] = fourBit ? src[k0 + (j < chunk / 2 ? 2 * j : 2 * (j - chunk / 2) + 1)] : src[k0 + j];
     }
     const bool useAvx2 = cpuUsesAvx2() && !options.portable;
+#if HEADROOM_CPU_X86
+    if (useAvx2 && options.quantizeActivations && args.batch == 1 && integerDotLayout(w)) {
+        std::vector<std::int8_t> xq(K / 32 * 32);
+        std::vector<float> xScale(K / 32);
+        quantizeActivations32(xNat.data(), K, xq.data(), xScale.data());
+        detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+            avx2::gemvRowsQ8(args, xNat.data(), xq.data(), xScale.data(), begin, end);
+        });
+        return Status::Ok;
+    }
+#endif
     detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
 #if HEADROOM_CPU_X86
         if (useAvx2) {

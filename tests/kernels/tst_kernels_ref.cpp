@@ -38,7 +38,7 @@ constexpr double kAttentionNmse = 1e-9;
 
 /// Runs one GEMV case on both CPU backends and checks the outputs.
 void checkGemv(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k, std::uint32_t batch, hk::OutputType yType,
-               std::uint32_t seed) {
+               std::uint32_t seed, bool quantizedActivations = false, double tolerance = -1) {
     const std::vector<float> w = normalFloats(std::uint64_t{n} * k, seed);
     const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
     const std::vector<std::uint16_t> x = normalHalves(std::uint64_t{batch} * k, seed + 1);
@@ -51,7 +51,9 @@ void checkGemv(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k, std::u
     args.y = fp32 ? static_cast<void*>(yCpu.data()) : hCpu.data();
     REQUIRE(hk::supportsGemvCpu(args));
     // The portable loops on odd seeds, the AVX2 ones (where the CPU has them) on even seeds.
-    REQUIRE(hk::gemvCpu(args, {2, seed % 2 == 1}) == hk::Status::Ok);
+    hk::CpuOptions options{2, seed % 2 == 1};
+    options.quantizeActivations = quantizedActivations;
+    REQUIRE(hk::gemvCpu(args, options) == hk::Status::Ok);
     const std::vector<float> ref = fp32 ? yRef : outputAsFloats(hRef.data(), yType, outCount);
     const std::vector<float> cpu = fp32 ? yCpu : outputAsFloats(hCpu.data(), yType, outCount);
     // m[b][n] = sum_k |x_k w_k| over the dequantized weights (the scale of compare()).
@@ -65,7 +67,8 @@ void checkGemv(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k, std::u
             magnitude[std::uint64_t{b} * n + r] = static_cast<float>(sum);
         }
     const Comparison c = compare(ref, cpu, &magnitude);
-    const double tolerance = fp32 ? kGemvFp32Nmse : kGemvFp16Nmse;
+    if (tolerance < 0)
+        tolerance = fp32 ? kGemvFp32Nmse : kGemvFp16Nmse;
     const bool ok = !c.nanFound && !c.infMismatch && c.nmse <= tolerance;
     if (!ok) {
         const std::string path = "tst_kernels_ref-gemv-" + layoutName(layout) + "-" + std::to_string(n) + "x" +
@@ -211,6 +214,25 @@ TEST_CASE("fast CPU GEMV equals the reference for large batches and fp16 output"
         checkGemv(layout, 100, 320, 6, hk::OutputType::Fp32, even += 2);
         checkGemv(layout, 257, 129, 17, hk::OutputType::Fp16, even += 2);
         checkGemv(layout, 31, 4864, 2, hk::OutputType::Fp32, even += 2);
+    }
+}
+
+TEST_CASE("B = 1 GEMV on the integer codes with q8 activations stays within the q8 error", "[kernels][gemv][q8]") {
+    // x quantized per 32 columns to int8 (d = max|x| / 127): each product's error is at most
+    // |w| d / 2, and the sum of K such independent errors over m = sum |x w| gives an NMSE of
+    // about 1e-4 / K (3e-7 at K = 384); 1e-5 catches a wrong code, scale or nibble order.
+    constexpr double kQ8Nmse = 1e-5;
+    using fmt::ScaleScope;
+    std::uint32_t even = 800; // AVX2 on even seeds
+    for (const fmt::QuantLayout layout :
+         {fmt::symmetricLayout(8, ScaleScope::Tensor), fmt::symmetricLayout(8, ScaleScope::Row),
+          fmt::symmetricLayout(8, ScaleScope::Group, 32), fmt::symmetricLayout(8, ScaleScope::Group, 128),
+          fmt::symmetricLayout(4, ScaleScope::Row), fmt::symmetricLayout(4, ScaleScope::Group, 32),
+          fmt::symmetricLayout(4, ScaleScope::Group, 64), fmt::symmetricLayout(4, ScaleScope::Group, 128),
+          fmt::symmetricLayout(4, ScaleScope::Group, 6) /* not whole blocks: the fp32 path */}) {
+        checkGemv(layout, 37, 384, 1, hk::OutputType::Fp32, even += 2, true, kQ8Nmse);
+        checkGemv(layout, 19, 4864, 1, hk::OutputType::Fp32, even += 2, true, kQ8Nmse);
+        checkGemv(layout, 7, 129, 1, hk::OutputType::Fp16, even += 2, true, kGemvFp16Nmse + kQ8Nmse); // fp32 tail column
     }
 }
 

@@ -16,13 +16,20 @@ namespace headroom::kernels {
 struct CpuOptions {
     unsigned threads = 0;   ///< worker threads; 0 = std::thread::hardware_concurrency()
     bool portable = false;  ///< use the portable loops even where AVX2/FMA/F16C exist (tests both)
+    /// B = 1 GEMVs of int8/int4 codes (scale territories of whole 32-column blocks) run on the
+    /// integer codes with x quantized per 32 columns to int8 (d = max|x| / 127, as ggml's q8_0
+    /// activations in its q4_0/q8_0 dot products): an extra relative error of about 2^-8 per
+    /// activation; false keeps the exact fp32 path of the reference.
+    bool quantizeActivations = true;
 };
 
 /// True when gemvCpu runs @p args (every valid layout, B <= kMaxGemvBatch).
 bool supportsGemvCpu(const GemvArgs& args);
 
 /// y = x W^T (shapes in GemvArgs), rows of W split over threads; each row is decoded block by
-/// block into fp32 and dotted with the fp32 copy of x. Errors: InvalidArgument, NotSupported.
+/// block into fp32 and dotted with the fp32 copy of x (B >= 2: 3-row x 4-batch register tiles);
+/// B = 1 int8/int4 rows on the integer codes (CpuOptions::quantizeActivations). Errors:
+/// InvalidArgument, NotSupported.
 Status gemvCpu(const GemvArgs& args, CpuOptions options = {});
 
 /// True when decodeAttentionCpu runs @p args (any valid problem).
