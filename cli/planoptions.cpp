@@ -1,5 +1,7 @@
 #include "planoptions.h"
 
+#include "headroom/core/enginelog/calibration.h"
+
 #include "headroom/core/resolve.h"
 
 namespace headroom::cli {
@@ -42,6 +44,9 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
     auto* engine = cmd->add_option("--engine,-e", o.engine, "Engine policy: vllm, llama.cpp, sglang, tgi, tensorrt-llm, ollama");
     auto* reserve = cmd->add_option("--reserve", o.reserve, "Flat reserve: usable = card total - SIZE")->check(sizeValidator());
     engine->excludes(reserve);
+    cmd->add_option("--calibration", o.calibration,
+                    "A calibration from an engine log (headroom-cli log -o FILE); default: the one saved for the card and engine "
+                    "in the user profiles folder (calibrations/CARD.ENGINE.json), 'none' for none");
     cmd->add_option("--tp", o.tp, "Tensor-parallel size")->capture_default_str()->check(CLI::Range(1u, 1024u));
     cmd->add_option("--pp", o.pp, "Pipeline-parallel size")->capture_default_str()->check(CLI::Range(1u, 1024u));
     cmd->add_option("--context", o.context, "Context per user in tokens")->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 36));
@@ -52,6 +57,35 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
     cmd->add_flag("--no-flash-attention", o.flashOff, "Flash attention off: full attention scores count")->excludes(fa);
     cmd->add_flag("--json", o.json, "One JSON document on stdout");
 }
+
+namespace {
+
+/// The calibration of --calibration FILE, or the one saved for the request's card and engine.
+tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, PlanRequest r)
+{
+    if (o.calibration == "none" || r.engine.kind == EngineKind::Flat)
+        return r;
+    std::optional<LogCalibration> cal;
+    if (!o.calibration.empty()) {
+        auto c = readCalibration(o.calibration);
+        if (!c)
+            return tl::unexpected(c.error());
+        if (c->engine != r.engine.id)
+            return tl::unexpected(o.calibration + ": a calibration of " + c->engine + ", the plan's engine is " + r.engine.id);
+        cal = *c;
+    } else {
+        auto saved = findSavedCalibration(defaultUserProfilesDir(), r.card, r.engine.id);
+        if (!saved)
+            return tl::unexpected(saved.error());
+        cal = *saved;
+    }
+    if (!cal)
+        return r;
+    const bool sameBatch = !r.ubatchTokens || *r.ubatchTokens == cal->ubatchTokens;
+    return sameBatch ? withCalibration(std::move(r), *cal) : r;
+}
+
+} // namespace
 
 tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles)
 {
@@ -100,7 +134,10 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r.flashAttention = o.flashOn;
                 if (!o.params.empty())
                     r.nominalParameters = parseCount(o.params);
-                out.push_back(std::move(r));
+                auto calibrated = applyCalibration(o, std::move(r));
+                if (!calibrated)
+                    return tl::unexpected(calibrated.error());
+                out.push_back(std::move(*calibrated));
             }
         }
     }

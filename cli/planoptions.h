@@ -30,6 +30,7 @@ struct PlanOptions {
     bool flashOn = false;   ///< --flash-attention
     bool flashOff = false;  ///< --no-flash-attention
     bool json = false;
+    std::string calibration; ///< --calibration FILE (`headroom-cli log -o`); "none" turns the saved one off
 };
 
 /// Registers the options on @p cmd; @p multi makes --model/--weights/--card take several values.

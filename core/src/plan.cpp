@@ -95,6 +95,8 @@ public:
         priceKv();
         applyEngine();
         computeCapacity();
+        if (!m_r.measured.source.empty())
+            m_out.notes.push_back(m_r.measured.source);
         return m_out;
     }
 

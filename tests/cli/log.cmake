@@ -48,3 +48,17 @@ headroom_cli_sh_test(cli_log_missing
 headroom_cli_sh_test(cli_log_no_model
   "env -i HOME=/nonexistent HF_HUB_OFFLINE=1 ${HEADROOM_CLI} log ${_vllm} 2>&1; echo \"exit code $?\""
   "meta-llama/Llama-3.1-8B-Instruct.*the model the log names; give another with -m.*exit code 1")
+
+# A calibration saved by `log --save` is the card's profile overlay: later plans on that card
+# and engine use it and name it; --calibration FILE picks one; --calibration none turns it off.
+set(_up ${_scratch}/user-profiles)
+headroom_cli_sh_test(cli_log_calibrated_plan
+  "rm -rf ${_up} && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && ls ${_up}/calibrations && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm --context 8192 && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 -c h100-sxm --engine vllm --calibration none | grep -c 'calibrated by'"
+  "h100-sxm.vllm.json\n.*calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak [0-9.]+ GiB measured at a micro-batch of 8192 tokens.*\n0\n?$")
+headroom_cli_sh_test(cli_plan_calibration_file
+  "${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c 79.19GiB --engine vllm --calibration ${_scratch}/cal.json --json"
+  "calibrated by vllm on 79.19 GiB from vllm-0.19-llama-3.1-8b-h100-ctx8192.log")
+headroom_cli_sh_test(cli_plan_calibration_wrong_engine
+  "${HEADROOM_CLI} plan -m llama-3.1-8b -c 79.19GiB --engine sglang --calibration ${_scratch}/cal.json 2>&1; echo \"exit code $?\""
+  "cal.json: a calibration of vllm, the plan's engine is sglang.*exit code 1")
+set_tests_properties(cli_plan_calibration_file cli_plan_calibration_wrong_engine PROPERTIES DEPENDS cli_log_save)

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 namespace headroom {
 
@@ -289,27 +291,22 @@ PlanRequest withCalibration(PlanRequest request, const LogCalibration& calibrati
         request.measured.cudaGraphBytes = calibration.measured.cudaGraphBytes;
     if (!request.ubatchTokens && calibration.ubatchTokens > 0)
         request.ubatchTokens = calibration.ubatchTokens;
+    request.measured.source = "calibrated by " + calibration.name() + ": " +
+                              (calibration.measured.activationPeakBytes
+                                   ? "activation peak " + formatBytes(*calibration.measured.activationPeakBytes)
+                                   : "runtime " + formatBytes(calibration.measured.runtimeBytes.value_or(Bytes{0}))) +
+                              " measured at a micro-batch of " + std::to_string(calibration.ubatchTokens) + " tokens";
     return request;
 }
 
 tl::expected<PlanResult, std::string> makeCalibratedPlan(const PlanRequest& request, const LogCalibration& calibration)
 {
-    const PlanRequest r = withCalibration(request, calibration);
     // A measured peak holds at the micro-batch it was measured at only.
-    PlanRequest used = r;
     const bool sameBatch = !request.ubatchTokens || *request.ubatchTokens == calibration.ubatchTokens || calibration.ubatchTokens == 0;
-    if (!sameBatch)
-        used.measured.activationPeakBytes = request.measured.activationPeakBytes;
-    auto plan = makePlan(used);
-    if (!plan)
-        return plan;
     if (sameBatch)
-        plan->notes.push_back("calibrated by " + calibration.name() + ": " +
-                              (calibration.measured.activationPeakBytes
-                                   ? "activation peak " + formatBytes(*calibration.measured.activationPeakBytes)
-                                   : "runtime " + formatBytes(calibration.measured.runtimeBytes.value_or(Bytes{0}))) +
-                              " measured at a micro-batch of " + std::to_string(calibration.ubatchTokens) + " tokens");
-    else
+        return makePlan(withCalibration(request, calibration));
+    auto plan = makePlan(request);
+    if (plan)
         plan->notes.push_back("calibration " + calibration.name() + " not applied: it was measured at a micro-batch of " +
                               std::to_string(calibration.ubatchTokens) + " tokens, this plan asks for " +
                               std::to_string(*request.ubatchTokens));
@@ -432,6 +429,37 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
             c.measured.cudaGraphBytes = Bytes{*v};
     }
     return c;
+}
+
+tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem::path& file)
+{
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file, ec);
+    if (ec)
+        return tl::unexpected("cannot read " + file.string() + ": " + ec.message());
+    if (size > (1u << 20))
+        return tl::unexpected(file.string() + ": a calibration is at most 1 MiB, this file is " + std::to_string(size) + " bytes");
+    std::ifstream in(file, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return calibrationFromJson(text, file.string());
+}
+
+tl::expected<std::optional<LogCalibration>, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,
+                                                                            const Card& card, const std::string& engine)
+{
+    LogCalibration probe;
+    probe.cardId = cardIdOf(card);
+    probe.engine = engine;
+    const std::filesystem::path file = calibrationPath(userProfilesDir, probe);
+    std::error_code ec;
+    if (userProfilesDir.empty() || !std::filesystem::exists(file, ec))
+        return std::optional<LogCalibration>();
+    auto c = readCalibration(file);
+    if (!c)
+        return tl::unexpected(c.error());
+    if (c->cardTotalBytes != card.totalBytes || c->engine != engine)
+        return std::optional<LogCalibration>();
+    return std::optional<LogCalibration>(*c);
 }
 
 std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& c)

@@ -29,6 +29,7 @@ struct MeasuredOverheads {
     std::optional<Bytes> activationPeakBytes;  ///< prefill/profile activation peak beyond weights
     std::optional<Bytes> runtimeBytes;         ///< CUDA context + non-torch memory
     std::optional<Bytes> cudaGraphBytes;       ///< CUDA graph pool
+    std::string source;                        ///< what measured them (a calibration's name); the plan names it in its notes
 };
 
 /// What to plan.

@@ -90,7 +90,8 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
                                                         const std::string& logName, const std::string& logText);
 
 /// @p request with the calibration's measured overheads (and its micro-batch when the request
-/// asks for none); plans made from it name the calibration in their notes.
+/// asks for none); MeasuredOverheads::source names the calibration, so every plan made from it
+/// says so in its notes.
 PlanRequest withCalibration(PlanRequest request, const LogCalibration& calibration);
 /// makePlan of withCalibration, with the calibration named in the notes.
 tl::expected<PlanResult, std::string> makeCalibratedPlan(const PlanRequest& request, const LogCalibration& calibration);
@@ -119,6 +120,13 @@ tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& re
 std::string calibrationToJson(const LogCalibration& calibration);
 /// Reads a calibration; errors name the file, the key and the versions.
 tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string& text, const std::string& fileName);
+/// The calibration saved for @p card under @p engine in @p userProfilesDir (calibrationPath), if
+/// any and if it was measured on a card of the same total; errors name the file.
+tl::expected<std::optional<LogCalibration>, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,
+                                                                            const Card& card, const std::string& engine);
+/// Reads a calibration file (at most 1 MiB).
+tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem::path& file);
+
 /// The overlay file name for a calibration: "calibrations/<card>.<engine>.json" below a profiles folder.
 std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& calibration);
 
