@@ -122,6 +122,8 @@ int main(int argc, char** argv)
             QMessageBox::critical(nullptr, QStringLiteral("Headroom"), message);
         return 1;
     }
+    for (const headroom::ProfileError& skipped : loaded->warnings)
+        std::fprintf(stderr, "headroom: warning: skipped user profile %s\n", headroom::toString(skipped).c_str());
 
     headroom::app::MainWindow::Options options;
     options.useSettings = useSettings;

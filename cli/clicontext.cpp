@@ -25,6 +25,8 @@ const ProfileSet* CliContext::profiles()
         fail("cannot load profiles: " + toString(loaded.error()));
         return nullptr;
     }
+    for (const ProfileError& skipped : loaded->warnings)
+        std::cerr << "headroom-cli: warning: skipped user profile " << toString(skipped) << '\n';
     m_profiles = std::move(*loaded);
     return &*m_profiles;
 }

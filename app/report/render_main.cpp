@@ -12,6 +12,10 @@
 #include <cstdlib>
 #include <string>
 
+#include <csignal>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 namespace {
 
 // Qt's notes about the headless environment (no XDG_RUNTIME_DIR, offscreen size hints) are not
@@ -25,11 +29,23 @@ void messageHandler(QtMsgType type, const QMessageLogContext&, const QString& me
     std::fprintf(stderr, "headroom-render: %s\n", qPrintable(message));
 }
 
+/// Run by headroom-cli (HEADROOM_RENDER_PARENT_PID set): die with it. PR_SET_PDEATHSIG sends
+/// SIGKILL when the parent exits; a parent that died before the call is caught by the check.
+void dieWithParent()
+{
+    const char* parent = std::getenv("HEADROOM_RENDER_PARENT_PID");
+    if (!parent || !*parent)
+        return;
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (std::to_string(::getppid()) != parent)
+        std::_Exit(1);
+}
+
 int usage(const char* message)
 {
     if (message && *message)
         std::fprintf(stderr, "headroom-render: %s\n\n", message);
-    std::fprintf(stderr, "Usage: headroom-render --format html|pdf -o FILE REPORT.json\n"
+    std::fprintf(stderr, "Usage: headroom-render --format html|pdf -o FILE REPORT.json|-\n"
                          "Renders a Headroom capacity report (headroom-cli report --format json) as HTML or PDF.\n");
     return 1;
 }
@@ -38,6 +54,7 @@ int usage(const char* message)
 
 int main(int argc, char** argv)
 {
+    dieWithParent();
     // A headless server has no display: without this Qt aborts (exit 134) instead of rendering.
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY")
         && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
@@ -52,7 +69,7 @@ int main(int argc, char** argv)
             output = argv[++i];
         else if (arg == "-h" || arg == "--help")
             return usage(nullptr) == 1 ? 0 : 0;
-        else if (!arg.empty() && arg[0] == '-')
+        else if (arg.size() > 1 && arg[0] == '-')
             return usage(("unknown option " + arg).c_str());
         else if (input.empty())
             input = arg;
@@ -66,12 +83,20 @@ int main(int argc, char** argv)
 
     qInstallMessageHandler(messageHandler);
     QGuiApplication app(argc, argv);
-    QFile file(QString::fromStdString(input));
-    if (!file.open(QIODevice::ReadOnly)) {
+    QFile file;
+    const bool opened = input == "-" ? file.open(stdin, QIODevice::ReadOnly)
+                                     : (file.setFileName(QString::fromStdString(input)), file.open(QIODevice::ReadOnly));
+    if (!opened) {
         std::fprintf(stderr, "headroom-render: cannot read %s: %s\n", input.c_str(), qPrintable(file.errorString()));
         return 1;
     }
-    const QByteArray bytes = file.readAll();
+    // Bounded: a report is a few hundred KiB; /dev/zero as the input must not take all memory.
+    constexpr qint64 kMaxReportBytes = 64ll << 20;
+    const QByteArray bytes = file.read(kMaxReportBytes + 1);
+    if (bytes.size() > kMaxReportBytes) {
+        std::fprintf(stderr, "headroom-render: %s: larger than %lld bytes, not a report\n", input.c_str(), kMaxReportBytes);
+        return 1;
+    }
     const std::string json(bytes.constData(), static_cast<std::size_t>(bytes.size()));
     QString error;
     const QString out = QString::fromStdString(output);

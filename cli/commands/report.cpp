@@ -5,13 +5,16 @@
 #include "planoptions.h"
 
 #include "headroom/core/atomicfile.h"
+#include "headroom/core/boundedfile.h"
 #include "headroom/core/report/report.h"
 #include "headroom/core/report/reportdocument.h"
 #include "headroom/core/version.h"
 
 #include <cerrno>
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -42,14 +45,13 @@ struct ReportOptions {
 /// Exit code of `report --check` when the report is valid but this version computes other values.
 constexpr int kDriftExitCode = 2;
 
+// A report (or a probes/speed block) named on the command line: a regular file, bounded.
 tl::expected<std::string, std::string> readText(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return tl::unexpected("cannot read " + path + ": " + std::strerror(errno));
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    auto text = readBoundedFile(path, kMaxReportBytes);
+    if (!text)
+        return tl::unexpected("cannot read " + text.error());
+    return text;
 }
 
 // headroom-render next to this executable ($HEADROOM_RENDER overrides).
@@ -62,45 +64,64 @@ fs::path rendererPath()
     return (ec ? fs::path(".") : self.parent_path()) / "headroom-render";
 }
 
-// Runs headroom-render on the JSON; its own messages go to stderr.
+// Runs headroom-render on the JSON; its own messages go to stderr. The JSON goes through a pipe
+// to the renderer's stdin (no temporary file to leave behind), and the renderer dies with this
+// process (it sets PR_SET_PDEATHSIG, checking HEADROOM_RENDER_PARENT_PID): a kill -9 of the CLI
+// leaves neither a temporary report nor a renderer still writing the output.
 tl::expected<void, std::string> renderWithQt(const std::string& json, const std::string& format, const std::string& output)
 {
     const fs::path renderer = rendererPath();
     if (::access(renderer.c_str(), X_OK) != 0)
         return tl::unexpected("HTML/PDF need headroom-render, built with the GUI (HEADROOM_BUILD_GUI=ON); not found at "
                               + renderer.string());
-    std::error_code ec;
-    fs::path tmpDir = fs::temp_directory_path(ec);
-    if (ec)
-        tmpDir = "/tmp";
-    std::string pattern = (tmpDir / "headroom-report-XXXXXX.json").string();
-    std::vector<char> name(pattern.begin(), pattern.end());
-    name.push_back('\0');
-    const int fd = ::mkstemps(name.data(), 5);
-    if (fd < 0)
-        return tl::unexpected("cannot create a temporary file in " + tmpDir.string() + ": " + std::strerror(errno));
-    ::close(fd);
-    const std::string tmp(name.data());
-    if (auto w = writeFileAtomically(tmp, json); !w) {
-        ::unlink(tmp.c_str());
-        return tl::unexpected(w.error());
-    }
+    int pipeFds[2];
+    if (::pipe2(pipeFds, O_CLOEXEC) != 0)
+        return tl::unexpected(std::string("cannot create a pipe for headroom-render: ") + std::strerror(errno));
     const std::string program = renderer.string();
-    std::vector<std::string> args{program, "--format", format, "-o", output, tmp};
+    std::vector<std::string> args{program, "--format", format, "-o", output, "-"};
     std::vector<char*> argv;
     for (std::string& a : args)
         argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<std::string> envStrings{"HEADROOM_RENDER_PARENT_PID=" + std::to_string(::getpid())};
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "HEADROOM_RENDER_PARENT_PID=", 27) != 0)
+            envStrings.emplace_back(*e);
+    std::vector<char*> envp;
+    for (std::string& e : envStrings)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipeFds[0], STDIN_FILENO); // dup2 clears O_CLOEXEC
     pid_t pid = 0;
-    const int spawned = ::posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), environ);
+    const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipeFds[0]);
     if (spawned != 0) {
-        ::unlink(tmp.c_str());
+        ::close(pipeFds[1]);
         return tl::unexpected("cannot run " + program + ": " + std::strerror(spawned));
     }
+    // A renderer that exits early closes the pipe: EPIPE, not a SIGPIPE that would kill the CLI.
+    struct sigaction ignore {}, previous {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &previous);
+    const char* data = json.data();
+    std::size_t left = json.size();
+    while (left > 0) {
+        const ssize_t n = ::write(pipeFds[1], data, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; // the renderer reports the truncated input itself
+        data += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    ::close(pipeFds[1]);
+    ::sigaction(SIGPIPE, &previous, nullptr);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    ::unlink(tmp.c_str());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return tl::unexpected("headroom-render failed (" + (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
                                                                                 : std::string("killed by a signal"))
@@ -138,11 +159,11 @@ void runCheck(const ReportOptions& o, CliContext& ctx)
         return;
     }
     std::cout << o.check << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": DRIFT in "
-              << check->drifts.size() << " value(s)\n";
+              << check->driftCount << " value(s)\n";
     std::size_t shown = 0;
     for (const ReportDrift& d : check->drifts) {
         if (++shown > 40) {
-            std::cout << "  ... and " << check->drifts.size() - 40 << " more\n";
+            std::cout << "  ... and " << check->driftCount - 40 << " more\n";
             break;
         }
         std::cout << "  " << d.path << ": " << d.reported << " -> " << d.now << '\n';

@@ -4,6 +4,7 @@
 #include "headroom/core/enginerules.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -40,20 +41,8 @@ std::string modelArgument(const ModelProfile& model, bool wantGguf)
     return "$MODEL";
 }
 
-bool needsQuoting(const std::string& s)
-{
-    return s.find_first_of(" \t\"'\\;&|<>()*?") != std::string::npos;
-}
-
-std::string shellWord(const std::string& s)
-{
-    if (!needsQuoting(s))
-        return s;
-    std::string out = "'";
-    for (char c : s)
-        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
+/// A word of the command line: $MODEL stays a variable to expand, anything else is quoted.
+std::string shellWord(const std::string& s) { return s == "$MODEL" ? s : shellQuote(s); }
 
 std::string commandLine(const std::string& program, const std::vector<LaunchFlag>& flags)
 {
@@ -212,7 +201,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         add("--tensor-parallel-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
         if (plan.pipelineParallel > 1)
             add("--pipeline-parallel-size", std::to_string(plan.pipelineParallel), arg, "pipeline stages");
-        out.command = commandLine("vllm serve " + modelArgument(request.model, false), out.flags);
+        out.command = commandLine("vllm serve " + shellWord(modelArgument(request.model, false)), out.flags);
         break;
     }
     case LaunchEngine::LlamaCpp: {
@@ -239,7 +228,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         if (plan.tensorParallel * plan.pipelineParallel > 1)
             out.notes.push_back("the plan splits the model over " + std::to_string(plan.tensorParallel * plan.pipelineParallel)
                                 + " GPUs: add --split-mode and --tensor-split");
-        out.command = commandLine("llama-server -m " + modelArgument(request.model, true), out.flags);
+        out.command = commandLine("llama-server -m " + shellWord(modelArgument(request.model, true)), out.flags);
         break;
     }
     case LaunchEngine::SgLang: {
@@ -256,7 +245,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             add("--kv-cache-dtype", *kv, arg, "fp8 cache");
         if (plan.tensorParallel > 1)
             add("--tp-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
-        out.command = commandLine("python -m sglang.launch_server --model-path " + modelArgument(request.model, false), out.flags);
+        out.command = commandLine("python -m sglang.launch_server --model-path " + shellWord(modelArgument(request.model, false)), out.flags);
         break;
     }
     case LaunchEngine::Ollama: {
@@ -282,6 +271,21 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
     if (*engine == LaunchEngine::LlamaCpp && modelArgument(request.model, true) == "$MODEL")
         out.notes.push_back("set MODEL to the " + request.model.id + " GGUF file in " + plan.formatId + " weights");
     return out;
+}
+
+std::string shellQuote(std::string_view word)
+{
+    // The characters POSIX sh never treats specially in a word (Python's shlex.quote keeps the same set).
+    const auto plain = [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '@' || c == '%' || c == '+' || c == '=' || c == ':' || c == ','
+               || c == '.' || c == '/' || c == '-';
+    };
+    if (!word.empty() && std::all_of(word.begin(), word.end(), [&](char c) { return plain(static_cast<unsigned char>(c)); }))
+        return std::string(word);
+    std::string out = "'";
+    for (char c : word)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
 }
 
 } // namespace headroom

@@ -1,6 +1,8 @@
 #include "headroom/core/profiles.h"
 
 #include "architecturejson.h"
+#include "importers/importutil.h"
+#include "importers/jsonutil.h"
 
 #include <nlohmann/json.hpp>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
@@ -43,33 +45,51 @@ std::string describeValue(const json& v)
     return std::string(v.type_name()) + (v.is_null() ? "" : " " + text);
 }
 
-/// Reads and parses one JSON file. Errors: unreadable, too large, invalid JSON (with the byte).
+/// Longest string a profile may hold (the longest built-in one, a source note, has 668 bytes). The
+/// bound is checked before the schema: valijson matches `pattern` with std::regex, which recurses
+/// once per character and overflows the stack on a 30,000-character id.
+constexpr std::size_t kMaxProfileStringBytes = 4096;
+
+/// The first string (key or value) longer than kMaxProfileStringBytes, as a JSON pointer, or nullopt.
+/// Recursion is bounded by parseJson's depth limit (importers::kMaxJsonDepth).
+std::optional<std::string> overlongString(const json& v, const std::string& pointer)
+{
+    if (v.is_string())
+        return v.get_ref<const std::string&>().size() > kMaxProfileStringBytes ? std::optional(pointer) : std::nullopt;
+    if (v.is_object()) {
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (it.key().size() > kMaxProfileStringBytes)
+                return pointer + "/" + it.key().substr(0, 32) + "...";
+            if (auto bad = overlongString(it.value(), pointer + "/" + it.key()))
+                return bad;
+        }
+    } else if (v.is_array()) {
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (auto bad = overlongString(v[i], pointer + "/" + std::to_string(i)))
+                return bad;
+    }
+    return std::nullopt;
+}
+
+/// Reads and parses one JSON file: a regular file of at most kMaxProfileFileBytes, nested at most
+/// importers::kMaxJsonDepth deep, without duplicate keys, its strings at most kMaxProfileStringBytes.
 tl::expected<json, ProfileError> readJsonFile(const fs::path& file)
 {
-    std::error_code ec;
-    const auto size = fs::file_size(file, ec);
-    if (ec)
-        return tl::make_unexpected(makeError(file, "", "cannot read: " + ec.message()));
-    if (size > kMaxProfileFileBytes)
-        return tl::make_unexpected(makeError(file, "", "file is " + std::to_string(size) + " bytes, more than the "
-                                                           + std::to_string(kMaxProfileFileBytes)
-                                                           + " a profile may have"));
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-        return tl::make_unexpected(makeError(file, "", "cannot open for reading"));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad())
-        return tl::make_unexpected(makeError(file, "", "read failed"));
-    try {
-        return json::parse(text.str());
-    } catch (const json::parse_error& e) {
-        // e.what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ..."; drop the tag.
-        std::string what = e.what();
-        if (const auto pos = what.find("] "); pos != std::string::npos)
-            what = what.substr(pos + 2);
-        return tl::make_unexpected(makeError(file, "", "invalid JSON: " + what));
+    auto text = importers::readSmallFile(file, kMaxProfileFileBytes);
+    if (!text)
+        return tl::make_unexpected(makeError(file, text.error().key, text.error().message));
+    auto doc = importers::parseJson(*text, file.string());
+    if (!doc) {
+        const ImportError& e = doc.error();
+        std::string message = e.message;
+        if (e.byteOffset && e.code != ImportErrorCode::BadJson) // parse errors carry the position already
+            message += " (byte " + std::to_string(*e.byteOffset) + ")";
+        return tl::make_unexpected(makeError(file, e.key.empty() ? "" : "/" + e.key, message));
     }
+    if (auto bad = overlongString(*doc, ""))
+        return tl::make_unexpected(makeError(file, *bad, "string longer than " + std::to_string(kMaxProfileStringBytes)
+                                                             + " bytes (a profile's strings are short)"));
+    return std::move(*doc);
 }
 
 /// One schema: the parsed valijson schema and its raw JSON (to explain type errors).
@@ -319,29 +339,52 @@ tl::expected<std::vector<fs::path>, ProfileError> listJsonFiles(const fs::path& 
     return files;
 }
 
-/// Loads every profile of one kind from @p dir (validated against @p schema); ids must be unique
-/// within the folder.
+/// Loads one profile file: read, version, schema, conversion.
 template <typename T>
-std::optional<ProfileError> loadKind(const fs::path& dir, const LoadedSchema& schema, std::vector<T>& out)
+tl::expected<T, ProfileError> loadOne(const fs::path& file, const LoadedSchema& schema)
+{
+    auto doc = readJsonFile(file);
+    if (!doc)
+        return tl::make_unexpected(doc.error());
+    if (auto error = checkVersion(*doc, file))
+        return tl::make_unexpected(*error);
+    if (auto error = validateAgainst(schema, *doc, file))
+        return tl::make_unexpected(*error);
+    T item;
+    if (auto error = convert(*doc, file, item))
+        return tl::make_unexpected(*error);
+    return item;
+}
+
+/// Loads every profile of one kind from @p dir (validated against @p schema); ids must be unique
+/// within the folder. With @p skipped (the user folder), a bad file is skipped and its error
+/// appended there; without it (the built-in folder), the first error is returned.
+template <typename T>
+std::optional<ProfileError> loadKind(const fs::path& dir, const LoadedSchema& schema, std::vector<T>& out,
+                                     std::vector<ProfileError>* skipped = nullptr)
 {
     auto files = listJsonFiles(dir);
-    if (!files)
-        return files.error();
+    if (!files) {
+        if (!skipped)
+            return files.error();
+        skipped->push_back(files.error());
+        return std::nullopt;
+    }
     std::map<std::string, fs::path> seen;
     for (const fs::path& file : *files) {
-        auto doc = readJsonFile(file);
-        if (!doc)
-            return doc.error();
-        if (auto error = checkVersion(*doc, file))
-            return error;
-        if (auto error = validateAgainst(schema, *doc, file))
-            return error;
-        T item;
-        if (auto error = convert(*doc, file, item))
-            return error;
-        if (auto [it, inserted] = seen.emplace(item.id, file); !inserted)
-            return makeError(file, "/id", "duplicate id \"" + item.id + "\" (also in " + it->second.string() + ")");
-        out.push_back(std::move(item));
+        auto item = loadOne<T>(file, schema);
+        if (item) {
+            if (auto [it, inserted] = seen.emplace(item->id, file); !inserted)
+                item = tl::make_unexpected(makeError(file, "/id", "duplicate id \"" + item->id + "\" (also in "
+                                                                      + it->second.string() + ")"));
+        }
+        if (!item) {
+            if (!skipped)
+                return item.error();
+            skipped->push_back(item.error());
+            continue;
+        }
+        out.push_back(std::move(*item));
     }
     return std::nullopt;
 }
@@ -382,17 +425,17 @@ tl::expected<ProfileSet, ProfileError> loadProfilesImpl(const fs::path& builtinD
     if (auto error = loadKind(builtinDir / "engines", *engineSchema, set.engines))
         return tl::make_unexpected(*error);
 
+    // The user folder never breaks every command: a bad file is skipped, with a warning naming it.
     if (userDir.empty() || !fs::exists(userDir, ec))
         return set;
-    if (!fs::is_directory(userDir, ec))
-        return tl::make_unexpected(makeError(userDir, "", "user profile path is not a folder"));
+    if (!fs::is_directory(userDir, ec)) {
+        set.warnings.push_back(makeError(userDir, "", "user profile path is not a folder (ignored)"));
+        return set;
+    }
     ProfileSet user;
-    if (auto error = loadKind(userDir / "models", *modelSchema, user.models))
-        return tl::make_unexpected(*error);
-    if (auto error = loadKind(userDir / "cards", *cardSchema, user.cards))
-        return tl::make_unexpected(*error);
-    if (auto error = loadKind(userDir / "engines", *engineSchema, user.engines))
-        return tl::make_unexpected(*error);
+    loadKind(userDir / "models", *modelSchema, user.models, &set.warnings);
+    loadKind(userDir / "cards", *cardSchema, user.cards, &set.warnings);
+    loadKind(userDir / "engines", *engineSchema, user.engines, &set.warnings);
     overlay(set.models, std::move(user.models));
     overlay(set.cards, std::move(user.cards));
     overlay(set.engines, std::move(user.engines));

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +80,17 @@ void resetChildSignals()
     ::signal(SIGINT, SIG_IGN);
 }
 
+/// In the child, first thing: die with the parent. PR_SET_PDEATHSIG sends SIGKILL when the
+/// thread that forked exits (it waits in runIsolated until the child ends, so only the parent's
+/// death ends it early), and it survives exec of the worker. A parent that died between fork()
+/// and the call is caught by the getppid() check.
+void dieWithParent(pid_t parent)
+{
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+        ::_exit(1);
+}
+
 /// Child side: runs the order, writes the result line, and leaves without running the parent's
 /// atexit handlers or flushing its stdio buffers.
 [[noreturn]] void childMain(int outFd, const std::string& order)
@@ -131,6 +143,7 @@ ProbeResult runIsolated(const std::string& probe, const std::string& order, cons
     args.push_back(nullptr);
 
     std::fflush(nullptr); // nothing buffered twice
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(out[0]);
@@ -142,6 +155,7 @@ ProbeResult runIsolated(const std::string& probe, const std::string& order, cons
         return failedResult(probe, std::string("fork failed: ") + std::strerror(errno));
     }
     if (pid == 0) {
+        dieWithParent(parent);
         ::close(out[0]);
         if (mode == Isolation::Mode::Fork)
             childMain(out[1], order);

@@ -57,6 +57,15 @@ ProbeReport runProbes(const ProbeRequest& request, ProbeProgress& progress)
     if (budget)
         report.device.budgetBytes = budget->value;
 
+    // A model's architecture comes from a user's file or profile: one out of range (a billion
+    // layers, zero heads) is refused here, before any probe sizes an allocation from it.
+    if (request.model.model.architecture) {
+        if (const std::string problem = validateArchitecture(*request.model.model.architecture); !problem.empty()) {
+            for (ProbeKind k : request.probes)
+                report.results.push_back(failedResult(probeKindName(k), "the model's architecture is out of range: " + problem));
+            return report;
+        }
+    }
     progress.report(0.0, "opening " + report.device.spec);
     auto opened = openDevice(request.device);
     if (!opened) {

@@ -99,6 +99,8 @@ ProbeResult executeWorkOrder(std::string_view order, ProbeProgress& progress)
             auto arch = architectureFromJsonText(j.at("model").at("architecture").dump());
             if (!arch)
                 return failedResult("limit", "work order: " + arch.error());
+            if (const std::string problem = validateArchitecture(*arch); !problem.empty())
+                return failedResult("limit", "work order: the architecture is out of range: " + problem);
             model.model.architecture = *arch;
         }
         auto format = findFormat(j.at("format").get<std::string>());

@@ -5,6 +5,7 @@
 #include "importutil.h"
 
 #include <cstdio>
+#include <map>
 #include <regex>
 
 namespace headroom {
@@ -54,6 +55,42 @@ std::string formatIdOfGgmlType(const std::string& type)
     return type;
 }
 
+/// True when two metadata values are the same (arrays: same element type and count).
+bool sameValue(const GgufValue& a, const GgufValue& b)
+{
+    if (a.type != b.type)
+        return false;
+    if (a.type == GgufValueType::Array)
+        return a.elementType == b.elementType && a.count == b.count;
+    return a.u64 == b.u64 && a.i64 == b.i64 && a.str == b.str && (a.f64 == b.f64 || (a.f64 != a.f64 && b.f64 != b.f64));
+}
+
+/// Warnings for shard @p index (1-based) of a split set whose first shard is @p first: its
+/// split.no must be index - 1, and a key it shares with the first shard must hold the same value.
+/// llama.cpp reads the model's metadata from the first split only (src/llama-model-loader.cpp:
+/// the llama_model_loader constructor reads later splits for their tensors alone), so a later
+/// shard that disagrees is a sign of a mixed set.
+void checkShardMetadata(const GgufFile& shard, const GgufFile& first, std::uint32_t index, const std::string& name,
+                        std::vector<std::string>& warnings)
+{
+    if (const GgufValue* no = shard.find("split.no"); no && no->asUInt() && *no->asUInt() != index - 1)
+        warnings.push_back(name + ": split.no is " + std::to_string(*no->asUInt()) + ", expected " + std::to_string(index - 1) +
+                           " for shard " + std::to_string(index));
+    std::vector<std::string> differing;
+    for (const std::string& key : shard.keyOrder) {
+        if (key.starts_with("split."))
+            continue;
+        const GgufValue* mine = shard.find(key);
+        const GgufValue* theirs = first.find(key);
+        if (mine && theirs && !sameValue(*mine, *theirs))
+            differing.push_back(key);
+    }
+    if (!differing.empty())
+        warnings.push_back(name + ": " + std::to_string(differing.size()) + " metadata key(s) differ from the first shard (" +
+                           differing.front() + (differing.size() > 1 ? ", ..." : "") +
+                           "); the first shard's values are used, as llama.cpp does");
+}
+
 } // namespace
 
 tl::expected<ImportedModel, ImportError> importGguf(const std::filesystem::path& path)
@@ -77,15 +114,28 @@ tl::expected<ImportedModel, ImportError> importGguf(const std::filesystem::path&
     model.path = path.string();
     std::uint64_t hash = fnv1a64("", 0);
     std::optional<GgufFile> first;
-    for (const auto& f : files) {
+    // A tensor name in two shards is refused, as llama.cpp does ("invalid model: tensor '%s' is
+    // duplicated", src/llama-model-loader.cpp, the llama_model_loader constructor, in the loop
+    // over the splits' tensors): summing it would count its bytes twice.
+    std::map<std::string, std::uint32_t> shardOfTensor;
+    for (std::uint32_t index = 1; index <= files.size(); ++index) {
+        const auto& f = files[index - 1];
         auto file = readGguf(f);
         if (!file)
             return tl::unexpected(file.error());
         hash = fnv1a64(&file->contentHash, sizeof file->contentHash, hash);
         for (auto& w : file->warnings)
             model.warnings.push_back(f.filename().string() + ": " + w);
-        for (auto& t : file->tensors)
+        if (first)
+            checkShardMetadata(*file, *first, index, f.filename().string(), model.warnings);
+        for (auto& t : file->tensors) {
+            if (auto [it, inserted] = shardOfTensor.emplace(t.name, index); !inserted)
+                return tl::unexpected(makeError(ImportErrorCode::DuplicateTensor, f.string(),
+                                                "tensor \"" + t.name + "\" is in shard " + std::to_string(it->second) +
+                                                    " and again in shard " + std::to_string(index),
+                                                std::nullopt, t.name));
             model.tensors.push_back(std::move(t));
+        }
         file->tensors.clear();
         if (!first)
             first = std::move(*file);

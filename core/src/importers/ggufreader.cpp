@@ -225,6 +225,9 @@ private:
     std::uint32_t m_version = 0;
     bool m_swap = false;
     std::string m_key; // the key being read, for errors
+    std::uint64_t m_storedItems = 0; // array items kept so far (<= kGgufMaxStoredItemsTotal)
+    bool m_budgetWarned = false;
+    std::vector<std::string> m_warnings; // appended to GgufFile::warnings
 };
 
 void GgufParser::readValue(GgufValue& v, GgufValueType type, std::uint32_t depth, bool store)
@@ -279,7 +282,16 @@ void GgufParser::readValue(GgufValue& v, GgufValueType type, std::uint32_t depth
                      " items needs at least " + (v.count > std::numeric_limits<std::uint64_t>::max() / minItem ? std::string("2^64") : std::to_string(v.count * minItem)) +
                      " bytes, only " + std::to_string(remaining()) + " remain",
                  countAt, m_key);
-        v.itemsStored = store && v.count <= kGgufMaxStoredArrayItems;
+        // Items are kept only within a file-wide budget: one GgufValue is ~120 bytes of memory for
+        // as little as one byte of file, so without it a 10 MB file of u8 arrays takes over 1 GB.
+        v.itemsStored = store && v.count <= kGgufMaxStoredArrayItems && v.count <= kGgufMaxStoredItemsTotal - m_storedItems;
+        if (v.itemsStored)
+            m_storedItems += v.count;
+        else if (store && v.count <= kGgufMaxStoredArrayItems && !m_budgetWarned) {
+            m_budgetWarned = true;
+            m_warnings.push_back("array \"" + m_key + "\" and later arrays are counted, not kept: past the " +
+                                 std::to_string(kGgufMaxStoredItemsTotal) + " array items kept per file");
+        }
         const std::uint64_t fixed = fixedSize(v.elementType);
         if (!v.itemsStored && fixed != 0) {
             need(v.count * fixed, "array items"); // validated above: count * fixed <= remaining
@@ -386,6 +398,9 @@ GgufFile GgufParser::parse()
     // name length, n_dims, type and offset.
     const std::uint64_t minKv = countBytes() + 4 + 1;
     const std::uint64_t minTensor = countBytes() + 4 + 4 + 8;
+    if (kvCount > kGgufMaxKeyValues)
+        fail(ImportErrorCode::CountTooLarge,
+             std::to_string(kvCount) + " metadata pairs, expected at most " + std::to_string(kGgufMaxKeyValues), kvCountAt);
     if (kvCount > remaining() / minKv)
         fail(ImportErrorCode::CountTooLarge,
              std::to_string(kvCount) + " metadata pairs cannot fit in the " + std::to_string(remaining()) +
@@ -530,6 +545,7 @@ GgufFile GgufParser::parse()
         out.dataBytes = 0;
     }
     out.contentHash = fnv1a64(m_src.data(), static_cast<std::size_t>(out.headerBytes));
+    out.warnings.insert(out.warnings.begin(), m_warnings.begin(), m_warnings.end());
     return out;
 }
 

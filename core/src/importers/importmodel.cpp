@@ -3,16 +3,52 @@
 #include "headroom/core/importers/ggufreader.h"
 #include "headroom/core/importers/modeldirectory.h"
 
+#include "headroom/core/safetext.h"
+
 #include "importutil.h"
 
 #include <cstring>
-#include <fstream>
+#include <type_traits>
 
 namespace headroom {
 
 using importers::makeError;
 
-tl::expected<ImportedModel, ImportError> importModel(const std::filesystem::path& path)
+namespace {
+
+/// Every string of @p model that came from a file or a path, made safe to print and serialise
+/// (safetext.h): a GGUF architecture or tensor name, a file name, need not be UTF-8.
+ImportedModel safeModel(ImportedModel model)
+{
+    for (std::string* s : {&model.format, &model.formatVersion, &model.path, &model.architectureName, &model.contentHash})
+        *s = safeText(*s);
+    if (model.weightFormatId)
+        model.weightFormatId = safeText(*model.weightFormatId);
+    for (std::string& w : model.warnings)
+        w = safeText(w);
+    for (ImportedTensor& t : model.tensors) {
+        t.name = safeText(t.name);
+        t.type = safeText(t.type);
+    }
+    if (model.architecture)
+        model.architecture->family = safeText(model.architecture->family);
+    auto safeKeys = [](auto& map) {
+        bool unsafe = false;
+        for (const auto& [key, value] : map)
+            unsafe = unsafe || !isSafeText(key);
+        if (!unsafe)
+            return;
+        std::remove_reference_t<decltype(map)> safe;
+        for (auto& [key, value] : map)
+            safe[safeText(key)] += value;
+        map = std::move(safe);
+    };
+    safeKeys(model.bytesByType);
+    safeKeys(model.tensorsByType);
+    return model;
+}
+
+tl::expected<ImportedModel, ImportError> importByKind(const std::filesystem::path& path)
 {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -29,16 +65,27 @@ tl::expected<ImportedModel, ImportError> importModel(const std::filesystem::path
         return importModelDirectory(path.parent_path().empty() ? fs::path(".") : path.parent_path());
     if (name.ends_with(".json"))
         return importHfConfig(path);
-    // Sniff: "GGUF" magic, or a safetensors header ('{' after 8 bytes).
-    std::ifstream in(path, std::ios::binary);
-    char head[9] = {};
-    in.read(head, 9);
-    if (in.gcount() >= 4 && std::memcmp(head, "GGUF", 4) == 0)
+    // Sniff: "GGUF" magic, or a safetensors header ('{' after 8 bytes). Only a regular file is
+    // opened: a FIFO would block the open, a device would never end.
+    auto head = importers::readFileHead(path, 9);
+    if (!head)
+        return tl::unexpected(head.error());
+    if (head->size() >= 4 && std::memcmp(head->data(), "GGUF", 4) == 0)
         return importGguf(path);
-    if (in.gcount() == 9 && head[8] == '{')
+    if (head->size() == 9 && (*head)[8] == '{')
         return importSafetensorsFile(path);
     return tl::unexpected(makeError(ImportErrorCode::UnsupportedFormat, path.string(),
                                     "expected a model directory, a config.json, a .safetensors or a .gguf file"));
+}
+
+} // namespace
+
+tl::expected<ImportedModel, ImportError> importModel(const std::filesystem::path& path)
+{
+    auto model = importByKind(path);
+    if (!model)
+        return model;
+    return safeModel(std::move(*model));
 }
 
 } // namespace headroom

@@ -3,7 +3,7 @@
 #include "importutil.h"
 
 #include <cmath>
-#include <set>
+#include <unordered_set>
 #include <vector>
 
 namespace headroom::importers {
@@ -17,10 +17,62 @@ const char* jsonTypeName(const nlohmann::json& j)
     return j.type_name();
 }
 
-tl::expected<nlohmann::json, ImportError> parseJson(std::string_view text, const std::string& file,
-                                                    std::uint64_t baseOffset)
+namespace {
+
+/// SAX handler: nlohmann's own DOM builder, plus a set of the keys seen in each open object.
+/// Stops the parse (returns false) at the first duplicate key.
+class DuplicateKeySax {
+public:
+    using json = nlohmann::json;
+    DuplicateKeySax() : m_dom(m_root, true) {}
+
+    bool null() { return m_dom.null(); }
+    bool boolean(bool v) { return m_dom.boolean(v); }
+    bool number_integer(json::number_integer_t v) { return m_dom.number_integer(v); }
+    bool number_unsigned(json::number_unsigned_t v) { return m_dom.number_unsigned(v); }
+    bool number_float(json::number_float_t v, const json::string_t& s) { return m_dom.number_float(v, s); }
+    bool string(json::string_t& v) { return m_dom.string(v); }
+    bool binary(json::binary_t& v) { return m_dom.binary(v); }
+    bool start_object(std::size_t n)
+    {
+        m_keys.emplace_back();
+        return m_dom.start_object(n);
+    }
+    bool key(json::string_t& k)
+    {
+        if (!m_keys.back().insert(k).second) {
+            m_duplicate = k;
+            return false;
+        }
+        return m_dom.key(k);
+    }
+    bool end_object()
+    {
+        m_keys.pop_back();
+        return m_dom.end_object();
+    }
+    bool start_array(std::size_t n) { return m_dom.start_array(n); }
+    bool end_array() { return m_dom.end_array(); }
+    bool parse_error(std::size_t pos, const std::string& token, const nlohmann::detail::exception& e)
+    {
+        return m_dom.parse_error(pos, token, e); // throws the parse_error (allow_exceptions)
+    }
+
+    const std::optional<std::string>& duplicate() const { return m_duplicate; }
+    json take() { return std::move(m_root); }
+
+private:
+    json m_root;
+    nlohmann::detail::json_sax_dom_parser<json> m_dom;
+    std::vector<std::unordered_set<std::string>> m_keys;
+    std::optional<std::string> m_duplicate;
+};
+
+} // namespace
+
+std::optional<std::size_t> excessiveNestingAt(std::string_view text, int maxDepth)
 {
-    // Depth pre-scan (outside strings): deep nesting is refused before the parser recurses.
+    // Outside strings only; the scan does not validate (the parser does).
     int depth = 0;
     bool inString = false;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -35,37 +87,35 @@ tl::expected<nlohmann::json, ImportError> parseJson(std::string_view text, const
         if (c == '"')
             inString = true;
         else if (c == '{' || c == '[') {
-            if (++depth > kMaxJsonDepth)
-                return tl::unexpected(makeError(ImportErrorCode::NestingTooDeep, file,
-                                                "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
-                                                baseOffset + i));
+            if (++depth > maxDepth)
+                return i;
         } else if (c == '}' || c == ']')
             --depth;
     }
-    // Duplicate keys are refused (nlohmann keeps the last one silently): one key set per open object.
-    std::vector<std::set<std::string>> keys;
-    std::optional<std::string> duplicate;
-    auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        switch (event) {
-        case nlohmann::json::parse_event_t::object_start: keys.emplace_back(); break;
-        case nlohmann::json::parse_event_t::object_end:
-            if (!keys.empty())
-                keys.pop_back();
-            break;
-        case nlohmann::json::parse_event_t::key:
-            if (!keys.empty() && parsed.is_string() && !keys.back().insert(parsed.get<std::string>()).second && !duplicate)
-                duplicate = parsed.get<std::string>();
-            break;
-        default: break;
-        }
-        return true;
-    };
+    return std::nullopt;
+}
+
+tl::expected<nlohmann::json, ImportError> parseJson(std::string_view text, const std::string& file,
+                                                    std::uint64_t baseOffset)
+{
+    if (auto at = excessiveNestingAt(text, kMaxJsonDepth))
+        return tl::unexpected(makeError(ImportErrorCode::NestingTooDeep, file,
+                                        "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                                        baseOffset + *at));
+    // Duplicate keys are refused (nlohmann keeps the last one silently). The check runs in a SAX
+    // handler beside the DOM builder, one hash set per open object: linear in the text. (A parser
+    // callback would be quadratic: nlohmann's callback DOM builder rescans the parent object at the
+    // end of every child, json_sax_dom_callback_parser::end_object in nlohmann/json 3.11.)
+    DuplicateKeySax sax;
     try {
-        auto j = nlohmann::json::parse(text.begin(), text.end(), callback);
-        if (duplicate)
+        const bool ok = nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
+        if (sax.duplicate())
             return tl::unexpected(makeError(ImportErrorCode::DuplicateKey, file,
-                                            "key \"" + *duplicate + "\" appears twice in one object", std::nullopt, *duplicate));
-        return j;
+                                            "key \"" + *sax.duplicate() + "\" appears twice in one object", std::nullopt,
+                                            *sax.duplicate()));
+        if (!ok)
+            return tl::unexpected(makeError(ImportErrorCode::BadJson, file, "invalid JSON", baseOffset));
+        return sax.take();
     } catch (const nlohmann::json::parse_error& e) {
         return tl::unexpected(makeError(ImportErrorCode::BadJson, file,
                                         std::string("invalid JSON: ") + e.what(),

@@ -17,6 +17,11 @@ namespace headroom::importers {
 /// Deepest JSON nesting accepted (configs nest 3 levels; deeper input is hostile).
 inline constexpr int kMaxJsonDepth = 64;
 
+/// Byte offset of the first '{' or '[' (outside strings) that opens a level deeper than
+/// @p maxDepth, or nullopt. Lets a caller refuse deep nesting before any recursive code (dump,
+/// valijson, destructors) sees it. Linear, no allocation.
+std::optional<std::size_t> excessiveNestingAt(std::string_view text, int maxDepth);
+
 /// Parses @p text: BadJson with the byte offset of the syntax error, NestingTooDeep past
 /// kMaxJsonDepth. @p baseOffset is added to offsets (the safetensors JSON starts at byte 8).
 tl::expected<nlohmann::json, ImportError> parseJson(std::string_view text, const std::string& file,

@@ -7,6 +7,9 @@
 #include "headroom/core/speed/roofline.h"
 #include "headroom/core/version.h"
 
+#include "headroom/core/safetext.h"
+
+#include "importers/jsonutil.h"
 #include "planjson.h"
 #include "reportjson.h"
 
@@ -363,12 +366,56 @@ tl::expected<PlanRequest, std::string> rebuildRequest(const json& r, const Profi
     return req;
 }
 
-std::string valueText(const json& doc, const std::string& pointer)
+/// One drift at @p path (a JSON pointer); only the first kMaxReportedDrifts are kept.
+void recordDrift(const std::string& path, std::string reported, std::string now, ReportCheck& check)
 {
-    const json::json_pointer ptr(pointer);
-    if (!doc.contains(ptr))
-        return "(absent)";
-    return doc.at(ptr).dump();
+    ++check.driftCount;
+    if (check.drifts.size() < kMaxReportedDrifts)
+        check.drifts.push_back(ReportDrift{safeText(path.empty() ? "/" : path), std::move(reported), std::move(now)});
+}
+
+/// A JSON pointer token (RFC 6901: "~" as "~0", "/" as "~1").
+std::string pointerToken(const std::string& key)
+{
+    std::string out;
+    for (char c : key)
+        out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+    return out;
+}
+
+/// A value as compact JSON (invalid UTF-8 cannot occur: the parser refuses it).
+std::string jsonText(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+/// Appends to @p check a drift for every value that differs between @p reported and @p now,
+/// walking both documents once: linear in their size (json::diff is quadratic in the length of
+/// an array that shrinks: nlohmann/json 3.11 inserts each removal in the middle of its result).
+/// Recursion is bounded by the parse depth (kMaxReportDepth).
+void diffValues(const json& reported, const json& now, const std::string& path, ReportCheck& check)
+{
+    if (reported.type() != now.type() && !(reported.is_number() && now.is_number())) {
+        recordDrift(path, jsonText(reported), jsonText(now), check);
+    } else if (reported.is_object()) {
+        for (auto it = reported.begin(); it != reported.end(); ++it) {
+            const std::string child = path + "/" + pointerToken(it.key());
+            if (auto other = now.find(it.key()); other != now.end())
+                diffValues(*it, *other, child, check);
+            else
+                recordDrift(child, jsonText(*it), "(absent)", check);
+        }
+        for (auto it = now.begin(); it != now.end(); ++it)
+            if (!reported.contains(it.key()))
+                recordDrift(path + "/" + pointerToken(it.key()), "(absent)", jsonText(*it), check);
+    } else if (reported.is_array()) {
+        const std::size_t common = std::min(reported.size(), now.size());
+        for (std::size_t i = 0; i < common; ++i)
+            diffValues(reported[i], now[i], path + "/" + std::to_string(i), check);
+        for (std::size_t i = common; i < reported.size(); ++i)
+            recordDrift(path + "/" + std::to_string(i), jsonText(reported[i]), "(absent)", check);
+        for (std::size_t i = common; i < now.size(); ++i)
+            recordDrift(path + "/" + std::to_string(i), "(absent)", jsonText(now[i]), check);
+    } else if (reported != now) {
+        recordDrift(path, jsonText(reported), jsonText(now), check);
+    }
 }
 
 tl::expected<ReportCheck, ReportError> checkImpl(const std::string& reportJson, const ProfileSet& profiles)
@@ -417,15 +464,7 @@ tl::expected<ReportCheck, ReportError> checkImpl(const std::string& reportJson, 
         d->erase("probes");
         d->erase("speed");
     }
-    for (const json& op : json::diff(a, b)) {
-        const std::string path = op["path"].get<std::string>();
-        const std::string kind = op["op"].get<std::string>();
-        ReportDrift drift;
-        drift.path = path;
-        drift.reported = kind == "add" ? std::string("(absent)") : valueText(a, path);
-        drift.now = kind == "remove" ? std::string("(absent)") : op.contains("value") ? op["value"].dump() : valueText(b, path);
-        check.drifts.push_back(std::move(drift));
-    }
+    diffValues(a, b, "", check);
     return check;
 }
 
@@ -435,6 +474,12 @@ namespace reportdetail {
 
 tl::expected<json, ReportError> parse(const std::string& text, const char* what)
 {
+    if (text.size() > kMaxReportBytes)
+        return tl::unexpected(ReportError{std::string(what) + ": " + std::to_string(text.size()) + " bytes, more than the "
+                                          + std::to_string(kMaxReportBytes) + " a report may have"});
+    if (auto at = importers::excessiveNestingAt(text, kMaxReportDepth))
+        return tl::unexpected(ReportError{std::string(what) + ": nested deeper than " + std::to_string(kMaxReportDepth)
+                                          + " levels (at byte " + std::to_string(*at) + ")"});
     try {
         return json::parse(text);
     } catch (const json::parse_error& e) {

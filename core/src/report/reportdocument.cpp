@@ -5,6 +5,7 @@
 #include "reportjson.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -649,8 +650,16 @@ std::string mdCell(std::string s)
     return out.empty() ? " " : out;
 }
 
-std::string csvField(const std::string& s)
+/// A CSV cell. A text cell that a spreadsheet would run as a formula (it starts with = + - @, a
+/// tab or a carriage return: OWASP "CSV Injection") is prefixed with ' ; numbers stay numbers.
+std::string csvField(std::string s)
 {
+    if (!s.empty() && std::string_view("=+-@\t\r").find(s.front()) != std::string_view::npos) {
+        char* end = nullptr;
+        (void)std::strtod(s.c_str(), &end);
+        if (end != s.c_str() + s.size())
+            s.insert(0, 1, '\'');
+    }
     if (s.find_first_of(",\"\n\r") == std::string::npos)
         return s;
     std::string out = "\"";

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace headroom {
@@ -84,5 +85,11 @@ struct LaunchFlags {
 /// Errors: the policy's engine has no launch flags (TGI, TensorRT-LLM, flat), the KV dtype does
 /// not exist in that engine (llama.cpp has no fp8 cache; vLLM and SGLang no q8_0), or nothing fits.
 tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, const PlanResult& plan);
+
+/// @p word quoted for POSIX sh (the shell every `command` is printed for): returned as it is when
+/// it holds only characters sh never treats specially (letters, digits, `_@%+=:,./-`), else in
+/// single quotes with each `'` written `'\''`, so that `$(...)`, backquotes, `;`, spaces and
+/// newlines in a file name stay literal when the line is pasted. The empty word is `''`.
+std::string shellQuote(std::string_view word);
 
 } // namespace headroom

@@ -35,6 +35,9 @@ struct ProfileSet {
     std::vector<ModelProfile> models;
     std::vector<Card> cards;
     std::vector<EnginePolicy> engines;
+    /// User profile files that were skipped (unreadable, invalid, or a duplicate id), one error
+    /// each: the front ends print them as warnings. Built-in profiles never land here.
+    std::vector<ProfileError> warnings;
 
     const ModelProfile* findModel(const std::string& id) const;
     const Card* findCard(const std::string& id) const;
@@ -42,9 +45,11 @@ struct ProfileSet {
 };
 
 /// Loads profiles from @p builtinDir (containing models/, cards/, engines/, schemas/) and then
-/// @p userDir (same layout without schemas; may be empty or missing). Returns the first error:
-/// unreadable file, invalid JSON, schema violation (with the key), schema_version mismatch,
-/// or duplicate id within one directory.
+/// @p userDir (same layout without schemas; may be empty or missing). Returns the first error of
+/// the built-in folder: unreadable file, invalid JSON, schema violation (with the key),
+/// schema_version mismatch, or duplicate id within one directory. A user file with any of these
+/// is skipped and its error kept in ProfileSet::warnings. Every file is bounded: a regular file of
+/// at most 4 MiB, nested at most 64 deep, strings at most 4096 bytes, no duplicate keys.
 tl::expected<ProfileSet, ProfileError> loadProfiles(const std::filesystem::path& builtinDir,
                                                     const std::filesystem::path& userDir = {});
 

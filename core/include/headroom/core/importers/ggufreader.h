@@ -60,6 +60,12 @@ struct GgufValue {
 
 /// Arrays longer than this keep only their count (bounded memory for vocabularies).
 inline constexpr std::uint64_t kGgufMaxStoredArrayItems = 16384;
+/// Array items kept per file, all arrays together (per-layer arrays need a few thousand); later
+/// arrays keep only their count, with a warning. Bounds memory: ~120 bytes per kept item.
+inline constexpr std::uint64_t kGgufMaxStoredItemsTotal = 65536;
+/// Metadata pairs accepted per file (real files have 20 to 60; each costs ~250 bytes of memory
+/// for as little as 14 bytes of file).
+inline constexpr std::uint64_t kGgufMaxKeyValues = 65536;
 /// Array nesting deeper than this is refused (real files nest at most 1 level).
 inline constexpr std::uint32_t kGgufMaxNesting = 8;
 /// Strings longer than this are refused (the longest real ones are chat templates, < 1 MiB).

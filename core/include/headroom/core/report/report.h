@@ -14,6 +14,7 @@
 
 #include <tl/expected.hpp>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ namespace headroom {
 
 /// Schema version of the reports this build writes and checks (STYLE.md §8).
 inline constexpr int kReportSchemaVersion = 1;
+
+/// Largest report read (a report of 100 plans is about 1 MiB); larger input is refused.
+inline constexpr std::size_t kMaxReportBytes = 64u << 20;
+/// Deepest nesting read (a report nests 6 levels); deeper input is refused before parsing.
+inline constexpr int kMaxReportDepth = 64;
+/// Drifts kept by checkReport; ReportCheck::driftCount counts them all.
+inline constexpr std::size_t kMaxReportedDrifts = 1000;
 
 /// What goes into a report.
 struct ReportInput {
@@ -70,7 +78,8 @@ struct ReportCheck {
     std::vector<std::string> schemaErrors; ///< empty when the file matches the schema
     std::string reportedVersion;           ///< tool.version in the file
     std::string currentVersion;            ///< this build's toolVersion()
-    std::vector<ReportDrift> drifts;       ///< empty: the plan recomputes to the same report
+    std::vector<ReportDrift> drifts;       ///< empty: the plan recomputes to the same report; the first kMaxReportedDrifts
+    std::size_t driftCount = 0;            ///< every drift found (drifts.size() when at most kMaxReportedDrifts)
     bool recomputed = false;               ///< false when the schema failed (no recomputation)
     /// Probe verdicts that their own recorded values do not give (recheckProbeVerdicts of
     /// core/probeverdict.h over the "probes" block); empty when every verdict holds.
@@ -81,7 +90,9 @@ struct ReportCheck {
 /// inputs (profiles by id, model files by path; the hash of the files read is compared too),
 /// recomputes the plans with this version and compares everything but the volatile fields and
 /// the measured blocks (probes, speed). Errors: not JSON, schema_version not 1 (both versions
-/// named), or an input that no longer resolves (an unknown profile id, a model file gone).
+/// named), or an input that no longer resolves (an unknown profile id, a model file gone, a
+/// model path that is not a regular file). Bounded: kMaxReportBytes, kMaxReportDepth, and a
+/// diff linear in the size of the report.
 tl::expected<ReportCheck, ReportError> checkReport(const std::string& reportJson, const ProfileSet& profiles);
 
 } // namespace headroom

@@ -1,0 +1,22 @@
+#pragma once
+/// @file safetext.h
+/// Text that came from a file or a path, made safe to print and to serialise: model files,
+/// profiles, reports and path names are untrusted, and may hold bytes that are not UTF-8 (which
+/// the JSON writer refuses) or control characters (which a terminal obeys).
+
+#include <string>
+#include <string_view>
+
+namespace headroom {
+
+/// @p text with every byte sequence that is not well-formed UTF-8 (RFC 3629: no overlongs, no
+/// surrogates, nothing past U+10FFFF) replaced by U+FFFD, and every control character (C0
+/// U+0000..U+001F, DEL U+007F, C1 U+0080..U+009F) written as a visible escape: `\xNN` for C0 and
+/// DEL, `\u00NN` for C1. Well-formed text without controls is returned unchanged, so the
+/// function is idempotent. Linear in the input; the output is at most 6 times as long.
+std::string safeText(std::string_view text);
+
+/// True when safeText(@p text) would return @p text unchanged.
+bool isSafeText(std::string_view text);
+
+} // namespace headroom

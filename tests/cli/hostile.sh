@@ -1,0 +1,70 @@
+#!/bin/sh
+# CLI regression tests for hostile input (issue 13), one case per run:
+#   hostile.sh CASE CLI HOSTILE_GEN SCRATCH SOURCE_DIR [RENDER]
+# Every command runs under a time bound (timeout 20 s) and a memory bound (ulimit -v 2 GiB of
+# address space); the case prints what CTest's regular expressions check, and "bound: ..." with
+# the figures measured (GNU time) when /usr/bin/time is there.
+set -u
+case_name=$1 cli=$2 gen=$3 scratch=$4/$1 src=$5 render=${6:-}
+rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
+cd "$scratch" || exit 1
+
+# bounded CMD...: runs CMD with the bounds; its exit code is printed as "exit code N".
+bounded() {
+  if [ -x /usr/bin/time ]; then
+    ( ulimit -v 2097152; timeout 20 /usr/bin/time -f "bound: %e s, %M KiB peak (limits 20 s, 2 GiB)" -o "$scratch/.time" "$@" )
+  else
+    ( ulimit -v 2097152; timeout 20 "$@" )
+  fi
+  code=$?
+  [ -f "$scratch/.time" ] && cat "$scratch/.time" >&2 && rm -f "$scratch/.time"
+  echo "exit code $code"
+}
+
+case $case_name in
+  inspect_names)       # class 3: names that are not UTF-8, control characters
+    "$gen" names . || exit 1
+    bounded "$cli" inspect ./text-*.gguf --json 2>&1
+    bounded "$cli" inspect ./llama-*.gguf 2>&1 | od -An -c | grep -c '033' ;;
+  plan_names)
+    "$gen" names . || exit 1
+    bounded "$cli" plan -m ./llama-*.gguf -c 24GiB --json 2>&1
+    bounded "$cli" plan -m ./llama-*.gguf -c 24GiB 2>&1 | od -An -c | grep -c '033' ;;
+  user_profiles)       # class 4: a bad user profile is skipped with a warning naming it
+    "$gen" profiles users "$src/profiles/models/llama-3.1-8b.json" || exit 1
+    HEADROOM_USER_PROFILES=$scratch/users bounded "$cli" models 2>&1 | grep -E 'warning|llama-3.1-8b |exit code' ;;
+  check_special)       # class 5: report --check on /dev/zero and a FIFO, inspect on a FIFO
+    mkfifo fifo fifo.json
+    bounded "$cli" report --check /dev/zero 2>&1
+    bounded "$cli" report --check fifo.json 2>&1
+    bounded "$cli" inspect fifo 2>&1 ;;
+  check_deep)
+    { printf '{"schema_version": '; head -c 200000 /dev/zero | tr '\0' '['; printf '1'; head -c 200000 /dev/zero | tr '\0' ']'; printf '}'; } > deep.json
+    bounded "$cli" report --check deep.json 2>&1 ;;
+  output_special)      # class 6: -o over a device, a FIFO, a 0600 file
+    mkfifo out.fifo
+    bounded "$cli" report -m llama-3.1-8b -c rtx-4090 -o /dev/null 2>&1
+    [ -c /dev/null ] && echo "/dev/null is still a device"
+    bounded "$cli" report -m llama-3.1-8b -c rtx-4090 -o out.fifo 2>&1
+    [ -p out.fifo ] && echo "out.fifo is still a FIFO"
+    echo old > secret.json && chmod 600 secret.json
+    bounded "$cli" report -m llama-3.1-8b -c rtx-4090 -o secret.json 2>&1
+    echo "mode $(stat -c %a secret.json)" ;;
+  flags_injection)     # class 7: a pasted command runs nothing from the file name
+    "$gen" names . || exit 1
+    cp llama.gguf 'a$(touch pwned)`touch pwned2`.gguf'
+    line=$("$cli" flags --engine llama.cpp -m "./a\$(touch pwned)\`touch pwned2\`.gguf" -c rtx-4090 | grep '^llama-server')
+    echo "$line"
+    # Run the printed line with printf in place of llama-server: the arguments come back literally.
+    sh -c "printf '[%s]\n' ${line#llama-server }" | head -2
+    ls pwned pwned2 2>&1 | sed 's/.*cannot access/cannot access/' ;;
+  render_leftovers)    # class 8: no temporary report in TMPDIR; the renderer refuses an orphaned start
+    [ -x "$render" ] || { echo "SKIPPED: no headroom-render"; exit 0; }
+    mkdir tmp
+    TMPDIR=$scratch/tmp bounded env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$cli" report -m llama-3.1-8b -c rtx-4090 --format pdf -o r.pdf 2>&1
+    echo "TMPDIR entries: $(ls -A tmp | wc -l)"
+    "$cli" report -m llama-3.1-8b -c rtx-4090 -o r.json
+    HEADROOM_RENDER_PARENT_PID=1 bounded env -u DISPLAY -u WAYLAND_DISPLAY "$render" --format pdf -o orphan.pdf r.json 2>&1
+    ls orphan.pdf 2>&1 | sed 's/.*cannot access/cannot access/' ;;
+  *) echo "unknown case $case_name"; exit 1 ;;
+esac

@@ -1,0 +1,418 @@
+// Hostile input (issue 13): one regression test per class, each with a file generated here, each
+// ending in a clean error or a clean result within a time and memory bound that it asserts (the
+// work runs in a child process under an alarm, tests/hostile.h). Bounds are about 10x the
+// figure a fixed build measures (printed with -s) and far below what the unfixed code needed.
+
+#include "core/tst_reportutil.h"
+#include "hostile.h"
+#include "hostilefiles.h"
+
+#include "headroom/core/atomicfile.h"
+#include "headroom/core/importers/ggufreader.h"
+#include "headroom/core/importers/hfconfig.h"
+#include "headroom/core/importers/importedmodel.h"
+#include "headroom/core/importers/modeldirectory.h"
+#include "headroom/core/importers/safetensors.h"
+#include "headroom/core/launchflags.h"
+#include "headroom/core/profiles.h"
+#include "headroom/core/report/report.h"
+#include "headroom/core/report/reportdocument.h"
+#include "headroom/core/safetext.h"
+
+#include <nlohmann/json.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdio>
+#include <fstream>
+
+using namespace headroom;
+using namespace headroom::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+
+/// Runs @p work bounded; prints the figures; asserts it finished within both bounds.
+BoundedRun requireBounded(const char* what, unsigned seconds, std::uint64_t maxGrowthBytes, const std::function<int()>& work)
+{
+    const unsigned limit = timeBound(seconds);
+    const std::uint64_t memory = memoryBound(maxGrowthBytes);
+    const BoundedRun run = runBounded(limit, work);
+    INFO(what << ": " << run.describe() << "; bounds " << limit << " s, +" << memory / kMiB << " MiB");
+    WARN(what << ": " << run.describe()); // the measured figure, for the record (ctest -V)
+    REQUIRE(run.finished);
+    CHECK(run.exitCode == 0);
+    CHECK(run.peakGrowthBytes <= memory);
+    return run;
+}
+
+std::string readAll(const fs::path& file)
+{
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace
+
+// --- class 1: quadratic JSON --------------------------------------------------------------------
+
+TEST_CASE("hostile 1: a 40,000-tensor safetensors header parses in linear time", "[hostile][json]")
+{
+    // Before: the duplicate-key callback made nlohmann rescan the parent for every child: ~100 s.
+    const auto file = hostile::safetensorsWithTensors(40000);
+    REQUIRE(file.size() > 2'500'000);
+    requireBounded("safetensors 40,000 tensors", 10, 64 * kMiB, [&] {
+        auto h = parseSafetensorsBytes(file, "hostile.safetensors", file.size());
+        return h && h->tensors.size() == 40000 ? 0 : 1;
+    });
+}
+
+TEST_CASE("hostile 1: a 0.5 MB config.json of small objects and a 40,000-entry index parse in linear time", "[hostile][json]")
+{
+    const std::string config = hostile::configWithObjects(500'000);
+    requireBounded("config.json 0.5 MB", 10, 64 * kMiB, [&] {
+        auto c = parseHfConfig(config, "config.json");
+        return c ? 0 : 1;
+    });
+    const std::string index = hostile::indexWithEntries(40000);
+    requireBounded("index 40,000 entries", 10, 64 * kMiB, [&] {
+        auto i = parseSafetensorsIndex(index, "model.safetensors.index.json");
+        return i && i->weightMap.size() == 40000 ? 0 : 1;
+    });
+    // Duplicate keys are still refused, with the key named.
+    auto dup = parseSafetensorsIndex(R"({"weight_map": {"a": "x.safetensors", "a": "y.safetensors"}})", "i.json");
+    REQUIRE(!dup);
+    CHECK(dup.error().code == ImportErrorCode::DuplicateKey);
+    CHECK(dup.error().key == "a");
+}
+
+TEST_CASE("hostile 1: a safetensors header over the 100,000,000-byte limit is refused before it is read", "[hostile][json]")
+{
+    std::vector<std::uint8_t> head(16, ' ');
+    const std::uint64_t n = kSafetensorsMaxHeaderBytes + 1;
+    for (int b = 0; b < 8; ++b)
+        head[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(n >> (8 * b));
+    auto h = parseSafetensorsBytes(head, "big.safetensors", 1ull << 40);
+    REQUIRE(!h);
+    CHECK(h.error().code == ImportErrorCode::BadHeaderLength);
+    CHECK_THAT(h.error().message, Catch::Contains("limit 100,000,000"));
+}
+
+// --- class 2: memory amplification from GGUF arrays ----------------------------------------------
+
+TEST_CASE("hostile 2: a 10.5 MB GGUF of u8 arrays takes memory bounded by a small multiple of it", "[hostile][gguf]")
+{
+    // Before: each u8 item was a ~120-byte value: 1.25 GB for this file.
+    ScratchDir dir("hostile-gguf");
+    const auto bytes = hostile::ggufWithByteArrays(10'500'000);
+    const fs::path file = dir.path() / "arrays.gguf";
+    writeBytes(file, bytes);
+    const BoundedRun run = requireBounded("GGUF 10.5 MB of u8 arrays", 10, 6 * bytes.size(), [&] {
+        auto f = readGguf(file);
+        if (!f)
+            return 1;
+        std::uint64_t kept = 0;
+        for (const auto& [key, value] : f->metadata)
+            kept += value.items.size();
+        return kept <= kGgufMaxStoredItemsTotal && !f->warnings.empty() ? 0 : 2;
+    });
+    (void)run;
+    auto f = readGguf(file);
+    REQUIRE(f);
+    CHECK_THAT(f->warnings.front(), Catch::Contains("counted, not kept"));
+    CHECK(f->find("hostile.bytes.600")->count == 16384); // counted even when not kept
+}
+
+TEST_CASE("hostile 2: more metadata pairs than any real file are refused", "[hostile][gguf]")
+{
+    GgufWriter w;
+    w.kvCountOverride = kGgufMaxKeyValues + 1;
+    auto bytes = w.bytes();
+    bytes.resize(bytes.size() + 16 * (kGgufMaxKeyValues + 1), 0);
+    auto f = readGgufBytes(bytes, "many.gguf");
+    REQUIRE(!f);
+    CHECK(f.error().code == ImportErrorCode::CountTooLarge);
+    CHECK_THAT(f.error().message, Catch::Contains("expected at most 65536"));
+}
+
+// --- class 3: text that is not UTF-8 --------------------------------------------------------------
+
+TEST_CASE("hostile 3: safeText replaces ill-formed UTF-8 and escapes control characters", "[hostile][text]")
+{
+    CHECK(safeText("llama") == "llama");
+    CHECK(safeText("caf\xC3\xA9 \xE2\x82\xAC") == "caf\xC3\xA9 \xE2\x82\xAC"); // é €: kept
+    CHECK(safeText("ll\xFF" "ama") == "ll\xEF\xBF\xBD" "ama");
+    CHECK(safeText("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");           // overlong '/'
+    CHECK(safeText("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"); // a surrogate
+    CHECK(safeText("\xF4\x90\x80\x80").find("\xEF\xBF\xBD") == 0);       // past U+10FFFF
+    CHECK(safeText("a\x1B[31mb\n") == "a\\x1b[31mb\\x0a");
+    CHECK(safeText("\xC2\x9B") == "\\u009b"); // C1 CSI
+    CHECK(safeText("\x7F") == "\\x7f");
+    const std::string once = safeText("x\xFE\x01");
+    CHECK(safeText(once) == once);
+    CHECK(isSafeText(once));
+    CHECK_NOTHROW(json(once).dump());
+}
+
+TEST_CASE("hostile 3: a GGUF with names that are not UTF-8 imports to printable, serialisable text", "[hostile][text]")
+{
+    ScratchDir dir("hostile-text");
+    const fs::path file = dir.path() / "bad\xFF\x1B[2Jname.gguf";
+    writeBytes(file, hostile::ggufWithBadText());
+    auto m = importModel(file);
+    REQUIRE(m);
+    CHECK(m->architectureName == "ll\xEF\xBF\xBD" "ama");
+    CHECK(isSafeText(m->path));
+    CHECK_THAT(m->path, Catch::Contains("bad\xEF\xBF\xBD\\x1b[2Jname.gguf"));
+    REQUIRE(m->tensors.size() == 1);
+    CHECK(m->tensors[0].name == "tok\\x1b[31m\xEF\xBF\xBD.weight");
+    for (const std::string& w : m->warnings)
+        CHECK(isSafeText(w));
+    json j{{"path", m->path}, {"architecture", m->architectureName}, {"warnings", m->warnings}};
+    CHECK_NOTHROW(j.dump());
+    // An error names the file safely too.
+    auto missing = importModel(dir.path() / "gone\xFF.gguf");
+    REQUIRE(!missing);
+    CHECK(isSafeText(toString(missing.error())));
+}
+
+// --- class 4: user overlay profiles ---------------------------------------------------------------
+
+TEST_CASE("hostile 4: bad user profiles are skipped with a warning naming them; the rest loads", "[hostile][profiles]")
+{
+    ScratchDir user("hostile-profiles");
+    json model = json::parse(readAll(sourcePath("profiles/models/llama-3.1-8b.json")));
+    // A 30,000-character id (std::regex in the schema's pattern check recursed per character).
+    json longId = model;
+    longId["id"] = std::string(30000, 'a');
+    writeBytes(user.path() / "models" / "long-id.json", longId.dump());
+    // A value nested 100,000 deep where an integer belongs (explaining the type error recursed).
+    std::string deep = model.dump();
+    const std::string layers = "\"layers\":32";
+    REQUIRE(deep.find(layers) != std::string::npos);
+    deep.replace(deep.find(layers), layers.size(), "\"layers\":" + hostile::deepJson(100000));
+    writeBytes(user.path() / "models" / "deep.json", deep);
+    // Not JSON.
+    writeBytes(user.path() / "cards" / "broken.json", std::string("{\"schema_version\": 1,"));
+    json good = model;
+    good["id"] = "my-model";
+    writeBytes(user.path() / "models" / "my-model.json", good.dump());
+
+    requireBounded("profiles with a 30,000-char id and 100,000-deep nesting", 20, 256 * kMiB, [&] {
+        auto set = loadProfiles(sourcePath("profiles"), user.path());
+        return set && set->warnings.size() == 3 && set->findModel("my-model") ? 0 : 1;
+    });
+    auto set = loadProfiles(sourcePath("profiles"), user.path());
+    REQUIRE(set);
+    REQUIRE(set->warnings.size() == 3);
+    CHECK(set->findModel("my-model"));
+    CHECK(set->findModel("llama-3.1-8b")); // the built-ins are all there
+    // In load order: models (by file name), then cards.
+    CHECK(set->warnings[0].file == (user.path() / "models" / "deep.json").string());
+    CHECK_THAT(set->warnings[0].message, Catch::Contains("nested deeper than 64"));
+    CHECK(set->warnings[1].file == (user.path() / "models" / "long-id.json").string());
+    CHECK(set->warnings[1].key == "/id");
+    CHECK_THAT(set->warnings[1].message, Catch::Contains("longer than 4096"));
+    CHECK(set->warnings[2].file == (user.path() / "cards" / "broken.json").string());
+    CHECK_THAT(set->warnings[2].message, Catch::Contains("invalid JSON"));
+}
+
+// --- class 5: report --check on an untrusted report ----------------------------------------------
+
+namespace {
+
+std::string oneReport()
+{
+    ReportInput in;
+    in.requests.push_back(profileRequest("llama-3.1-8b", "int4-g128", "rtx-4090", "vllm", 4, 8192));
+    in.plans.push_back(planOf(in.requests.back()));
+    in.createdUtc = "2025-01-01T00:00:00Z";
+    auto j = buildReportJson(in);
+    REQUIRE(j);
+    return *j;
+}
+
+} // namespace
+
+TEST_CASE("hostile 5: a deeply nested schema_version is refused cleanly", "[hostile][report]")
+{
+    const std::string deep = hostile::reportWithDeepVersion(200000);
+    requireBounded("report with schema_version 200,000 deep", 10, 64 * kMiB, [&] {
+        auto check = checkReport(deep, sourceProfiles());
+        return !check && check.error().message.find("nested deeper than 64") != std::string::npos ? 0 : 1;
+    });
+    std::string big(kMaxReportBytes + 1, ' ');
+    auto check = checkReport(big, sourceProfiles());
+    REQUIRE(!check);
+    CHECK_THAT(check.error().message, Catch::Contains("a report may have"));
+}
+
+TEST_CASE("hostile 5: a report with 80,000 frontier points is diffed in linear time", "[hostile][report]")
+{
+    // Before: json::diff inserted each removal mid-vector: 50 s for this report.
+    json r = json::parse(oneReport());
+    json frontier = json::array();
+    for (std::uint64_t i = 0; i < 80000; ++i)
+        frontier.push_back({{"users", i + 1}, {"context_tokens", 8192}});
+    r["plans"][0]["frontier"] = frontier;
+    const std::string text = r.dump();
+    requireBounded("report --check, 80,000 frontier points", 10, 512 * kMiB, [&] {
+        auto check = checkReport(text, sourceProfiles());
+        return check && check->driftCount >= 79000 && check->drifts.size() == kMaxReportedDrifts ? 0 : 1;
+    });
+}
+
+TEST_CASE("hostile 5: a model path in a report that names a FIFO or a device is refused, not waited on", "[hostile][report]")
+{
+    ScratchDir dir("hostile-fifo");
+    for (const std::string name : {"model", "model.gguf", "config.json"}) {
+        const fs::path fifo = dir.path() / name;
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+        json r = json::parse(oneReport());
+        r["inputs"]["requests"][0]["model"] = fifo.string();
+        const std::string text = r.dump();
+        requireBounded(("report naming a FIFO " + name).c_str(), 10, 256 * kMiB, [&] {
+            auto check = checkReport(text, sourceProfiles());
+            return !check && check.error().message.find("not a regular file") != std::string::npos ? 0 : 1;
+        });
+        auto m = importModel(fifo); // inspect/plan on the same path
+        REQUIRE(!m);
+        CHECK_THAT(m.error().message, Catch::Contains("not a regular file"));
+    }
+    auto zero = importModel("/dev/zero");
+    REQUIRE(!zero);
+    CHECK_THAT(zero.error().message, Catch::Contains("not a regular file"));
+}
+
+// --- class 6: writes over what is not a regular file ---------------------------------------------
+
+TEST_CASE("hostile 6: the atomic write refuses special files and keeps the target's mode", "[hostile][atomic]")
+{
+    ScratchDir dir("hostile-atomic");
+    // A FIFO: refused, still a FIFO.
+    const fs::path fifo = dir.path() / "out.json";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    requireBounded("atomic write over a FIFO", 5, 16 * kMiB, [&] {
+        auto w = writeFileAtomically(fifo, "x");
+        return !w && w.error().find("a FIFO, not a regular file") != std::string::npos ? 0 : 1;
+    });
+    CHECK(fs::is_fifo(fifo));
+    // /dev/null (as root the rename would replace the system's): refused, still a device.
+    auto devNull = writeFileAtomically("/dev/null", "x");
+    REQUIRE(!devNull);
+    CHECK_THAT(devNull.error(), Catch::Contains("a character device"));
+    CHECK(fs::is_character_file("/dev/null"));
+    // A 0600 file stays 0600.
+    const fs::path secret = dir.path() / "secret.json";
+    writeBytes(secret, std::string("old"));
+    REQUIRE(::chmod(secret.c_str(), 0600) == 0);
+    REQUIRE(writeFileAtomically(secret, "new"));
+    struct stat st {};
+    REQUIRE(::stat(secret.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(readAll(secret) == "new");
+    // A symbolic link: the target is replaced, the link kept.
+    const fs::path target = dir.path() / "target.json";
+    const fs::path link = dir.path() / "link.json";
+    writeBytes(target, std::string("old"));
+    fs::create_symlink(target, link);
+    REQUIRE(writeFileAtomically(link, "via link"));
+    CHECK(fs::is_symlink(link));
+    CHECK(readAll(target) == "via link");
+}
+
+// --- class 7: shell injection in launch flags ----------------------------------------------------
+
+TEST_CASE("hostile 7: every argument is quoted for sh; a pasted command runs nothing", "[hostile][flags]")
+{
+    CHECK(shellQuote("model.gguf") == "model.gguf");
+    CHECK(shellQuote("/models/Llama-3.1-8B/q4_k_m.gguf") == "/models/Llama-3.1-8B/q4_k_m.gguf");
+    CHECK(shellQuote("") == "''");
+    CHECK(shellQuote("a b") == "'a b'");
+    CHECK(shellQuote("it's") == "'it'\\''s'");
+    ScratchDir dir("hostile-shell");
+    const fs::path marker = dir.path() / "pwned";
+    const std::vector<std::string> words{"$(touch " + marker.string() + ")", "`touch " + marker.string() + "`",
+                                         "x; touch " + marker.string(), "a\nb'c\"d$e!f*g~h#i{j}", "-rf", "$HOME"};
+    for (const std::string& word : words) {
+        // sh prints the word back exactly, and creates nothing.
+        const std::string line = "printf '%s' " + shellQuote(word);
+        FILE* p = ::popen(line.c_str(), "r");
+        REQUIRE(p);
+        std::string out;
+        char buf[256];
+        while (std::size_t n = std::fread(buf, 1, sizeof buf, p))
+            out.append(buf, n);
+        ::pclose(p);
+        CHECK(out == word);
+        CHECK(!fs::exists(marker));
+    }
+    // The model path of a plan is quoted in the printed command.
+    PlanRequest req = profileRequest("llama-3.1-8b", "int4-g128", "rtx-4090", "llama.cpp", 1, 4096);
+    req.model.id = dir.path().string() + "/a$(touch " + marker.string() + ").gguf";
+    auto flags = launchFlags(req, planOf(req));
+    REQUIRE(flags);
+    CHECK_THAT(flags->command, Catch::Contains("llama-server -m '" + req.model.id + "' "));
+}
+
+// --- class 8: leftovers after kill -9 ------------------------------------------------------------
+
+TEST_CASE("hostile 8: temporary files of a writer killed with -9 are removed by the next write", "[hostile][atomic]")
+{
+    ScratchDir dir("hostile-leftover");
+    // A writer that died: a child that exits at once (its PID no longer runs once reaped).
+    const pid_t dead = ::fork();
+    if (dead == 0)
+        ::_exit(0);
+    int status = 0;
+    ::waitpid(dead, &status, 0);
+    const fs::path stale = dir.path() / (".report.json.tmp-" + std::to_string(dead) + "-AbC123");
+    const fs::path live = dir.path() / (".report.json.tmp-1-XyZ789"); // PID 1 runs: kept
+    const fs::path other = dir.path() / (".other.json.tmp-" + std::to_string(dead) + "-AbC123"); // another target
+    for (const fs::path& f : {stale, live, other})
+        writeBytes(f, std::string("half"));
+    REQUIRE(writeFileAtomically(dir.path() / "report.json", "complete"));
+    CHECK(!fs::exists(stale));
+    CHECK(fs::exists(live));
+    CHECK(fs::exists(other));
+    CHECK(readAll(dir.path() / "report.json") == "complete");
+}
+
+// --- class 9: smaller ----------------------------------------------------------------------------
+
+TEST_CASE("hostile 9: a tensor in two split shards is refused; a shard that disagrees is warned about", "[hostile][gguf]")
+{
+    ScratchDir dir("hostile-split");
+    writeBytes(dir.path() / "m-00001-of-00002.gguf", hostile::ggufShard(0, "token_embd.weight", "llama"));
+    writeBytes(dir.path() / "m-00002-of-00002.gguf", hostile::ggufShard(1, "token_embd.weight", "llama"));
+    auto twice = importModel(dir.path() / "m-00001-of-00002.gguf");
+    REQUIRE(!twice);
+    CHECK(twice.error().code == ImportErrorCode::DuplicateTensor);
+    CHECK_THAT(twice.error().message, Catch::Contains("in shard 1 and again in shard 2"));
+
+    writeBytes(dir.path() / "m-00002-of-00002.gguf", hostile::ggufShard(1, "output.weight", "qwen2"));
+    auto mixed = importModel(dir.path() / "m-00001-of-00002.gguf");
+    REQUIRE(mixed);
+    CHECK(mixed->tensorCount == 2);
+    bool warned = false;
+    for (const std::string& w : mixed->warnings)
+        warned = warned || (w.find("m-00002-of-00002.gguf: 1 metadata key(s) differ from the first shard (general.architecture)") != std::string::npos);
+    CHECK(warned);
+}
+
+TEST_CASE("hostile 9: CSV cells that would start a spreadsheet formula are prefixed", "[hostile][report]")
+{
+    json r = json::parse(oneReport());
+    r["plans"][0]["model"] = "=HYPERLINK(\"http://x\",\"y\")";
+    r["plans"][0]["reason"] = "@SUM(A1)";
+    auto csv = report::renderReportCsv(r.dump());
+    REQUIRE(csv);
+    CHECK_THAT(*csv, Catch::Contains("\n\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","));
+    CHECK_THAT(*csv, Catch::Contains(",'@SUM(A1)\n"));
+    CHECK_THAT(*csv, !Catch::Contains(",=") && !Catch::Contains(",@"));
+}
