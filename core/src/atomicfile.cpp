@@ -93,7 +93,9 @@ tl::expected<void, std::string> writeFileAtomically(const std::filesystem::path&
     const mode_t mode = exists ? (st.st_mode & 07777) : (0666 & ~currentUmask());
 
     const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    const std::string prefix = "." + path.filename().string() + ".tmp-";
+    std::string prefix = "."; // appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "." + string
+    prefix += path.filename().string();
+    prefix += ".tmp-";
     removeStaleTemporaries(folder, prefix);
     std::string pattern = (folder / (prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
     std::vector<char> name(pattern.begin(), pattern.end());
