@@ -1,85 +1,106 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang and runs each for a bounded time, one at a time,
-# seeded with the real model files of ../shared/fixtures (and small generated safetensors).
+# Builds the libFuzzer targets with clang and runs each for a bounded time, one at a time, with
+# its dictionary (fuzz/dict/) and a corpus seeded from this checkout (profiles/, the golden
+# report, small GGUF and safetensors headers written here) and from ../shared/fixtures when present.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
-#     SECONDS_PER_TARGET  default 600
-#     TARGET              fuzz_gguf fuzz_safetensors fuzz_hfconfig (default: all three)
-# Environment: FUZZ_BUILD (default build-fuzz), FIXTURES (default ../shared/fixtures),
-#   FUZZ_JOBS unused (one process: the machine is shared). Corpora grow in fuzz-corpus/<target>,
-#   crashes land in fuzz-artifacts/<target>/ (both git-ignored). Exit 1 if a target crashed.
+#     SECONDS_PER_TARGET  default 600 (scripts/test.sh runs 10)
+#     TARGET              fuzz_gguf fuzz_safetensors fuzz_hfconfig fuzz_profile fuzz_report_check
+#                         fuzz_engine_log
+#                         (default: all)
+# Environment: FUZZ_BUILD (default build-fuzz), FIXTURES (default $HEADROOM_FIXTURES_DIR, else
+#   ../shared/fixtures), FUZZ_WORK (default .: corpora grow in $FUZZ_WORK/fuzz-corpus/<target>,
+#   crashes land in $FUZZ_WORK/fuzz-artifacts/<target>/; both git-ignored). One process at a time:
+#   the machine is shared. Exit 1 if a target crashed, leaked, timed out or ran out of memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_gguf fuzz_safetensors fuzz_hfconfig)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_gguf fuzz_safetensors fuzz_hfconfig fuzz_profile fuzz_report_check fuzz_engine_log)
 BUILD=${FUZZ_BUILD:-build-fuzz}
-FIXTURES=${FIXTURES:-../shared/fixtures}
+FIXTURES=${FIXTURES:-${HEADROOM_FIXTURES_DIR:-../shared/fixtures}}
+WORK=${FUZZ_WORK:-.}
 
 if [ ! -f "$BUILD/build.ninja" ]; then
-  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  # -O1 without debug info: half the compile time of RelWithDebInfo, as thorough for fuzzing.
+  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1" \
     -DHEADROOM_BUILD_FUZZ=ON -DHEADROOM_BUILD_GUI=OFF -DHEADROOM_BUILD_BENCH=OFF \
-    -DHEADROOM_WITH_CUDA=OFF -DBUILD_TESTING=OFF >/dev/null
+    -DHEADROOM_WITH_CUDA=OFF -DBUILD_TESTING=OFF ${FUZZ_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$BUILD" -j2 --target "${TARGETS[@]}" || [ -n "${FUZZ_NO_BUILD:-}" ]
+cmake --build "$BUILD" -j2 --target "${TARGETS[@]}"
 
-seed() { # target -> seed dir
-  local t=$1 dir=fuzz-corpus/$1
+# A GGUF header (lax mode byte first: 1 TiB of tensor data assumed) with an architecture, one
+# KV per line of the key table, and one tensor info; written with printf, no binary committed.
+gguf_seed() { # mode-byte -> stdout
+  local le8='\000\000\000\000\000\000\000'
+  printf "$1"'GGUF\003\000\000\000\001'"$le8"'\003'"$le8"
+  printf '\024'"$le8"'general.architecture\010\000\000\000\005'"$le8"'llama'
+  printf '\021'"$le8"'llama.block_count\004\000\000\000\002\000\000\000'
+  printf '\026'"$le8"'llama.embedding_length\004\000\000\000\000\001\000\000'
+  printf '\021'"$le8"'token_embd.weight\002\000\000\000\000\001\000\000\000\000\000\000\004'"$le8"'\000\000\000\000'"$le8"'\000'
+}
+
+# A safetensors file (mode byte first) of one F16 tensor.
+safetensors_seed() {
+  local json='{"__metadata__":{"format":"pt"},"w":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]}}'
+  printf '\000'"\\$(printf %03o ${#json})"'\000\000\000\000\000\000\000%s\000\000\000\000\000\000\000\000' "$json"
+}
+
+seed() { # target -> corpus dir
+  local t=$1 dir=$WORK/fuzz-corpus/$1
   mkdir -p "$dir"
   case $t in
     fuzz_gguf)
-      # first byte of each input is the harness's mode flag (0 = exact size, 1 = lax)
+      gguf_seed '\001' > "$dir/seed-llama-lax"
+      gguf_seed '\000' > "$dir/seed-llama-exact"
       if [ -d "$FIXTURES/gguf" ]; then
         for f in "$FIXTURES"/gguf/*.gguf; do
-          { printf '\x00'; head -c 65536 "$f"; } > "$dir/seed-exact-$(basename "$f")"
           { printf '\x01'; head -c 65536 "$f"; } > "$dir/seed-lax-$(basename "$f")"
         done
       fi ;;
     fuzz_safetensors)
-      python3 - "$dir" <<'PY'
-import json, struct, sys, os
-d = sys.argv[1]
-def st(name, tensors, meta=None, pad=True):
-    h, off = {}, 0
-    if meta: h["__metadata__"] = meta
-    for n, (dt, shape, size) in tensors.items():
-        count = 1
-        for s in shape: count *= s
-        nb = count * size
-        h[n] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + nb]}
-        off += nb
-    j = json.dumps(h).encode()
-    data = struct.pack("<Q", len(j)) + j + b"\0" * off
-    with open(os.path.join(d, name), "wb") as f:
-        f.write(b"\x00" + data)
-st("seed-small", {"w": ("F16", [4, 8], 2), "b": ("F32", [8], 4)}, {"format": "pt"})
-st("seed-bf16", {"model.embed_tokens.weight": ("BF16", [16, 8], 2), "model.norm.weight": ("BF16", [8], 2),
-                 "model.layers.0.self_attn.rotary_emb.inv_freq": ("F32", [4], 4)})
-st("seed-int", {"q": ("I32", [2, 2], 4), "z": ("U8", [3], 1), "e": ("F8_E4M3", [0], 1)})
-PY
-      ;;
+      safetensors_seed > "$dir/seed-small" ;;
     fuzz_hfconfig)
+      printf '{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":256,"max_position_embeddings":2048}' > "$dir/seed-llama"
       if [ -d "$FIXTURES/hf" ]; then
-        for f in "$FIXTURES"/hf/*/*.json; do
-          cp "$f" "$dir/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
+        for f in "$FIXTURES"/hf/*/config.json; do
+          cp "$f" "$dir/seed-$(basename "$(dirname "$f")")-config.json"
         done
       fi ;;
+    fuzz_profile)
+      # first byte: 0 models, 1 cards, 2 engines
+      local i=0
+      for kind in models cards engines; do
+        for f in $(ls profiles/$kind/*.json | head -3); do
+          { printf "\\00$i"; cat "$f"; } > "$dir/seed-$kind-$(basename "$f")"
+        done
+        i=$((i + 1))
+      done ;;
+    fuzz_report_check)
+      cp tests/data/golden/report.json "$dir/seed-golden-report.json" ;;
+    fuzz_engine_log)
+      # the logs quoted by the engine-log corpus (tests/data/engine-logs/*.json, key "log")
+      for f in tests/data/engine-logs/*.json; do
+        sed -n 's/^ *"log": "\(.*\)",\{0,1\}$/\1/p' "$f" | sed 's/\\n/\n/g; s/\\"/"/g' > "$dir/seed-$(basename "$f" .json)"
+      done ;;
   esac
   echo "$dir"
 }
 
+dict_of() { case $1 in fuzz_gguf) echo fuzz/dict/gguf.dict ;; fuzz_engine_log) echo fuzz/dict/enginelog.dict ;; *) echo fuzz/dict/json.dict ;; esac; }
+
 status=0
 for t in "${TARGETS[@]}"; do
   corpus=$(seed "$t")
-  mkdir -p "fuzz-artifacts/$t"
-  echo "=== $t: ${SECONDS_PER_TARGET}s, corpus $corpus"
-  if ! "$BUILD/bin/$t" "$corpus" -max_total_time="$SECONDS_PER_TARGET" -max_len=131072 -timeout=10 \
-        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="fuzz-artifacts/$t/" 2>&1 | tee "fuzz-artifacts/$t/last-run.log" | grep -E "^(#[0-9]+ +(DONE|pulse))|stat::|ERROR|SUMMARY|Test unit written"; then
-    :
-  fi
-  if grep -q -E "ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error" "fuzz-artifacts/$t/last-run.log"; then
-    echo "!!! $t found a failure: see fuzz-artifacts/$t/"
+  artifacts=$WORK/fuzz-artifacts/$t
+  mkdir -p "$artifacts"
+  echo "=== $t: ${SECONDS_PER_TARGET}s, corpus $corpus ($(ls "$corpus" | wc -l) inputs), dictionary $(dict_of "$t")"
+  "$BUILD/bin/$t" "$corpus" -dict="$(dict_of "$t")" -max_total_time="$SECONDS_PER_TARGET" -max_len=131072 -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" > "$artifacts/last-run.log" 2>&1 || true
+  grep -E "^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)|ERROR|SUMMARY|Test unit written" "$artifacts/last-run.log" || true
+  if grep -q -E "ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error|Test unit written" "$artifacts/last-run.log"; then
+    echo "!!! $t found a failure: see $artifacts/"
     status=1
   fi
 done

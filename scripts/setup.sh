@@ -8,7 +8,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 packages=(cmake ninja-build g++ qt6-base-dev qt6-charts-dev libqt6opengl6-dev catch2 nlohmann-json3-dev
-          libcli11-dev libexpected-dev libvalijson-dev libbenchmark-dev libcurl4-openssl-dev python3 xvfb xauth
+          libcli11-dev libexpected-dev libvalijson-dev libbenchmark-dev libcurl4-openssl-dev python3 xvfb xauth clang
           fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
