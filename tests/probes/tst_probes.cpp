@@ -523,3 +523,77 @@ TEST_CASE("a budget above the free memory is refused before anything is allocate
     CHECK(report.results[1].verdict() == ProbeVerdict::Fail);
     CHECK_FALSE(report.allPassed());
 }
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace {
+
+/// In the probe's parent: once the child hangs, send its PID up the pipe and die with SIGKILL.
+class DieWhenChildHangs final : public ProbeProgress {
+public:
+    explicit DieWhenChildHangs(int fd) : m_fd(fd) {}
+    void report(double, std::string_view stage) override
+    {
+        if (stage.find("hanging") == std::string_view::npos)
+            return;
+        std::ifstream children("/proc/self/task/" + std::to_string(::getpid()) + "/children");
+        pid_t child = 0;
+        children >> child;
+        (void)!::write(m_fd, &child, sizeof child);
+        ::raise(SIGKILL);
+    }
+    bool cancelled() const override { return false; }
+
+private:
+    int m_fd;
+};
+
+} // namespace
+
+TEST_CASE("hostile 8: the probe's child dies with its parent (kill -9 of the parent)", "[probes][hostile]")
+{
+    // Orphans are re-parented to this test (a subreaper), so that it can wait for the child.
+    REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::fflush(nullptr);
+    const pid_t parent = ::fork();
+    if (parent == 0) {
+        ::close(fds[0]);
+        DieWhenChildHangs progress(fds[1]);
+        LimitProbeOptions options;
+        options.testHook = ChildTestHook::Hang;
+        (void)runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{1 << 30}, tiny(), options, progress);
+        ::_exit(3); // not reached: the progress kills this process
+    }
+    ::close(fds[1]);
+    pid_t child = 0;
+    const bool got = ::read(fds[0], &child, sizeof child) == static_cast<ssize_t>(sizeof child);
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(parent, &status, 0);
+    REQUIRE(got);
+    REQUIRE(child > 0);
+    CHECK(WIFSIGNALED(status));
+    // Bound: the hung child (it would loop forever) must be gone within 5 s of its parent's death.
+    bool reaped = false;
+    for (int i = 0; i < 500 && !reaped; ++i) {
+        if (::waitpid(child, &status, WNOHANG) == child)
+            reaped = true;
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!reaped)
+        ::kill(child, SIGKILL);
+    CHECK(reaped);
+    if (reaped) {
+        CHECK(WIFSIGNALED(status));
+        CHECK(WTERMSIG(status) == SIGKILL);
+    }
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
