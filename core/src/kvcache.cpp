@@ -54,6 +54,12 @@ std::optional<KvDtype> findKvDtype(std::string_view idText)
 KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t tp, std::uint32_t firstLayer,
                   std::uint32_t layerCount)
 {
+    return kvLayout(arch, dtype, dtype, tp, firstLayer, layerCount);
+}
+
+KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, const KvDtype& dtypeV, std::uint32_t tp,
+                  std::uint32_t firstLayer, std::uint32_t layerCount)
+{
     KvLayout out;
     out.windowTokens = arch.sliding.windowTokens;
     tp = std::max<std::uint32_t>(tp, 1);
@@ -69,7 +75,7 @@ KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t 
             const std::uint64_t heads = std::max<std::uint64_t>(1, arch.kvHeadsOf(i) / tp);
             if (arch.kvHeadsOf(i) == 0)
                 continue;
-            bytes = checkedAdd(dtype.rowBytes(heads * arch.headDim), dtype.rowBytes(heads * arch.valueDim()));
+            bytes = checkedAdd(dtype.rowBytes(heads * arch.headDim), dtypeV.rowBytes(heads * arch.valueDim()));
         }
         if (arch.sliding.isSliding(i)) {
             out.slidingBytesPerToken += Bytes{bytes};

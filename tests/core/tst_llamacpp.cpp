@@ -277,3 +277,23 @@ TEST_CASE("llama.cpp compute buffer split with every layer on the GPU (LLamaShar
     CHECK(hostMib == Approx(12.01).epsilon(0.01));
     CHECK(mibDouble(llamacpp::outputBufferBytes(a, s)) == "0.58");
 }
+
+TEST_CASE("separate K and V cache types price K rows and V rows apart", "[llamacpp][kv]")
+{
+    Architecture a;
+    a.layers = 24;
+    a.hiddenSize = 896;
+    a.attentionHeads = 14;
+    a.kvHeads = 2;
+    a.headDim = 64;
+    a.vocabSize = 151'936;
+    // -ctk q8_0 -ctv f16: 24 x (2 x 64 / 32 x 34 + 2 x 64 x 2) = 24 x (136 + 256)
+    const KvLayout l = kvLayout(a, *findKvDtype("q8_0"), *findKvDtype("f16"), 1, 0, 0);
+    CHECK(l.bytesPerToken().value == 24u * (136 + 256));
+    // And the llama.cpp cache agrees (the oracle grid checks the same against real llama.cpp).
+    llamacpp::ContextSettings s;
+    s.ctxSizeTokens = 2048;
+    s.typeK = *findKvDtype("q8_0");
+    s.typeV = *findKvDtype("f16");
+    CHECK(llamacpp::kvCache(a, s).totalBytes() == l.bytesPerToken() * 2048);
+}

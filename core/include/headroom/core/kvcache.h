@@ -57,6 +57,11 @@ struct KvLayout {
 KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t tp = 1,
                   std::uint32_t firstLayer = 0, std::uint32_t layerCount = 0);
 
+/// The same with separate K and V dtypes (llama.cpp -ctk / -ctv): K rows in @p dtypeK, V rows
+/// in @p dtypeV. An MLA latent row is priced in @p dtypeK (llama.cpp refuses different types for MLA).
+KvLayout kvLayout(const Architecture& arch, const KvDtype& dtypeK, const KvDtype& dtypeV, std::uint32_t tp,
+                  std::uint32_t firstLayer, std::uint32_t layerCount);
+
 /// How an engine lays the cache out.
 struct Paging {
     std::uint64_t blockTokens = 1;       ///< tokens per block (vLLM 16); a sequence takes ceil(tokens/block) blocks
