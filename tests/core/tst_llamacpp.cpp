@@ -6,6 +6,7 @@
 // The compute buffer is checked in exact bytes: llama_context::memory_breakdown gives KV + compute
 // for the CPU buffer type, and the KV bytes are exact (checked against the printed MiB), so
 // compute = breakdown - KV.
+#include "archfixtures.h"
 #include "fixtures.h"
 
 #include "headroom/core/engines/llamacppmemory.h"
@@ -188,14 +189,7 @@ TEST_CASE("llama.cpp oracle grid: sizes, KV cells and bytes, output and compute 
 TEST_CASE("llama.cpp pads each sequence's stream on its own", "[llamacpp]")
 {
     // 100 tokens x 8 sequences: -c 800 -np 8 gives 8 streams of 256 cells = 2,048 cells, not 1,024.
-    Architecture a;
-    a.layers = 24;
-    a.hiddenSize = 896;
-    a.attentionHeads = 14;
-    a.kvHeads = 2;
-    a.headDim = 64;
-    a.vocabSize = 151'936;
-    a.contextLength = 32'768;
+    const Architecture a = test::qwen05b();
     llamacpp::ContextSettings s;
     s.ctxSizeTokens = 800;
     s.parallel = 8;
@@ -280,13 +274,7 @@ TEST_CASE("llama.cpp compute buffer split with every layer on the GPU (LLamaShar
 
 TEST_CASE("separate K and V cache types price K rows and V rows apart", "[llamacpp][kv]")
 {
-    Architecture a;
-    a.layers = 24;
-    a.hiddenSize = 896;
-    a.attentionHeads = 14;
-    a.kvHeads = 2;
-    a.headDim = 64;
-    a.vocabSize = 151'936;
+    const Architecture a = test::qwen05b();
     // -ctk q8_0 -ctv f16: 24 x (2 x 64 / 32 x 34 + 2 x 64 x 2) = 24 x (136 + 256)
     const KvLayout l = kvLayout(a, *findKvDtype("q8_0"), *findKvDtype("f16"), 1, 0, 0);
     CHECK(l.bytesPerToken().value == 24u * (136 + 256));
