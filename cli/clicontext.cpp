@@ -37,4 +37,15 @@ void CliContext::fail(const std::string& message)
     exitCode = 1;
 }
 
+void addCheckFlag(CLI::App* cmd, CliContext& ctx)
+{
+    cmd->add_flag("--check", ctx.checkFit, "Exit with 3 when the plan does not fit as asked (for scripts)");
+}
+
+void CliContext::answered(bool fits)
+{
+    if (checkFit && !fits && exitCode == 0)
+        exitCode = 3;
+}
+
 } // namespace headroom::cli

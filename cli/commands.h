@@ -1,6 +1,10 @@
 #pragma once
 // The subcommands of headroom-cli. Each registers itself on the app; its callback runs the
-// command and stores the exit code in the context (0 success, 1 bad input or failure).
+// command and stores the exit code in the context. One rule for every command:
+//   0  answered (whatever the answer: "does not fit" is an answer)
+//   1  usage or data error (a bad option, an unreadable or invalid file)
+//   2  `report --check FILE`: the report drifted from what this build computes
+//   3  with `--check` (plan, table, frontier, speed, flags): some plan does not fit as asked
 
 #include "headroom/core/profiles.h"
 
@@ -30,12 +34,19 @@ public:
 
     /// Prints "headroom-cli: MESSAGE" to stderr and sets the exit code to 1.
     void fail(const std::string& message);
+    /// With --check, an answer that does not fit as asked sets the exit code to 3 (unless 1).
+    void answered(bool fits);
+
+    bool checkFit = false; ///< --check
 
 private:
     std::filesystem::path m_executable;
     std::optional<ProfileSet> m_profiles;
     bool m_loadFailed = false;
 };
+
+/// Adds --check to @p cmd: exit 3 when some plan does not fit as asked.
+void addCheckFlag(CLI::App* cmd, CliContext& ctx);
 
 void registerPlanCommand(CLI::App& app, CliContext& ctx);
 void registerTableCommand(CLI::App& app, CliContext& ctx);

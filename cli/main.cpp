@@ -54,11 +54,12 @@ int main(int argc, char** argv)
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::cerr << "headroom-cli: " << e.what() << "\n\n";
+        // One line and where to read more, not the whole usage text.
         const CLI::App* failed = &app;
         for (const CLI::App* sub : app.get_subcommands())
             failed = sub;
-        std::cerr << failed->help();
+        const std::string command = failed == &app ? std::string("headroom-cli") : "headroom-cli " + failed->get_name();
+        std::cerr << "headroom-cli: " << e.what() << " (see " << command << " --help)\n";
         return 1;
     }
     return ctx.exitCode;

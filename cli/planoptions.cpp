@@ -112,13 +112,17 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
         if (!model)
             return tl::unexpected(model.error());
         for (const std::string& f : formats) {
-            auto format = resolveFormat(f, *model);
+            // One default in every face: the model's own files' format, else kDefaultWeightFormat.
+            auto format = resolveFormat(f.empty() && !model->exactWeights ? std::string(kDefaultFormat) : f, *model);
             if (!format)
                 return tl::unexpected(format.error());
             for (const std::string& c : cards) {
                 auto card = resolveCard(c, profiles);
                 if (!card)
                     return tl::unexpected(card.error());
+                if (engine.kind == EngineKind::Flat && engine.fixedReserve >= card->totalBytes)
+                    return tl::unexpected("--reserve " + o.reserve + " (" + formatBytes(engine.fixedReserve)
+                                          + ") leaves nothing of the " + formatBytes(card->totalBytes) + " card '" + card->id + "'");
                 PlanRequest r;
                 r.model = *model;
                 r.format = *format;
@@ -134,7 +138,7 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r.flashAttention = o.flashOn;
                 if (!o.params.empty())
                     r.nominalParameters = parseCount(o.params);
-                auto calibrated = applyCalibration(o, std::move(r));
+                auto calibrated = applyCalibration(o, withQuestionDefaults(std::move(r)));
                 if (!calibrated)
                     return tl::unexpected(calibrated.error());
                 out.push_back(std::move(*calibrated));
@@ -148,8 +152,6 @@ void applyMatrixDefaults(PlanOptions& o)
 {
     if (o.models.empty())
         o.models = {kDefaultModel};
-    if (o.formats.empty())
-        o.formats = {kDefaultFormat};
     if (o.cards.empty())
         o.cards = kDefaultCards;
 }

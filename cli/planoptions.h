@@ -36,11 +36,13 @@ struct PlanOptions {
 /// Registers the options on @p cmd; @p multi makes --model/--weights/--card take several values.
 void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi);
 
-/// One request per (model, format, card), in that nesting order. Errors name the bad input.
+/// One request per (model, format, card), in that nesting order, with the question defaults of
+/// verdict.h applied. Errors name the bad input (a --reserve the card cannot hold among them).
 tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles);
 
-/// Fills the matrix defaults for what is not given: the default model, int4-g128 and the
-/// 8/16/24 GB cards (table, report).
+/// Fills the matrix defaults for what is not given: the default model and the 8/16/24 GB cards
+/// (table, report). The format and the question (users, context) default in buildRequests, the
+/// same for every command: the files' format else int4-g128, and withQuestionDefaults().
 void applyMatrixDefaults(PlanOptions& o);
 
 /// Runs every request; the first error stops.

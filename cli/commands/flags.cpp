@@ -72,6 +72,13 @@ void run(const PlanOptions& o, CliContext& ctx)
         return ctx.fail(plans.error());
     const PlanRequest& r = requests->front();
     const PlanResult& p = plans->front();
+    ctx.answered(p.verdict.fits());
+    if (!p.verdict.loads() && p.verdict.limit != FitLimit::EngineFormat && p.verdict.limit != FitLimit::EngineKvDtype) {
+        // "Does not fit" is an answer (exit 0; 3 with --check), not an error.
+        std::cout << "# nothing to launch: " << p.modelId << " (" << p.formatId << ") on " << p.cardId << " under "
+                  << r.engine.name << ": " << p.verdict.reason << '\n';
+        return;
+    }
     auto flags = launchFlags(r, p);
     if (!flags)
         return ctx.fail(flags.error());
@@ -105,6 +112,7 @@ void registerFlagsCommand(CLI::App& app, CliContext& ctx)
     CLI::App* cmd = app.add_subcommand("flags", "The serving engine's launch flags for a plan (vllm, llama.cpp, sglang, ollama)");
     addPlanOptions(cmd, *opts, false);
     cmd->get_option("--engine")->required();
+    addCheckFlag(cmd, ctx);
     cmd->callback([opts, &ctx] { run(*opts, ctx); });
 }
 

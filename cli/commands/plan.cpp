@@ -17,9 +17,12 @@ namespace {
 
 using Align = TextTable::Align;
 
-std::string yesNo(bool b) { return b ? "yes" : "no"; }
-
 std::string tokens(std::uint64_t n) { return formatThousands(n); }
+
+std::string users(std::uint64_t n) { return formatThousands(n) + (n == 1 ? " user" : " users"); }
+
+// The name people know a model by; the id (a path for an imported model) when it has none.
+std::string modelName(const PlanRequest& r) { return r.model.name.empty() ? r.model.id : r.model.name; }
 
 void printBill(const PlanResult& p, std::ostream& out)
 {
@@ -65,28 +68,42 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
     if (p.kvBlocks > 0 && p.paging.blockTokens > 1)
         cap.addRow({"KV blocks of " + std::to_string(p.paging.blockTokens) + " tokens", tokens(p.kvBlocks)});
     if (p.maxContext)
-        cap.addRow({"max context for " + tokens(p.users) + " users", tokens(*p.maxContext)});
+        cap.addRow({"max context for " + users(p.users), tokens(*p.maxContext)});
     if (p.maxUsers)
         cap.addRow({"max users at " + tokens(p.contextTokens) + " tokens", tokens(*p.maxUsers)});
     if (p.maxConcurrency)
         cap.addRow({"vLLM maximum concurrency at " + tokens(p.contextTokens), formatConcurrency(*p.maxConcurrency)});
-    cap.addRow({"fits", yesNo(p.fits)});
+    if (p.modelContextTokens > 0)
+        cap.addRow({"model's trained context", tokens(p.modelContextTokens)});
+    const Verdict& v = p.verdict;
+    cap.addRow({"asked", users(p.users) + " x " + tokens(p.contextTokens) + " tokens"});
+    cap.addRow({"verdict", fitStateLabel(v.state)});
+    if (v.limit != FitLimit::None)
+        cap.addRow({v.state == FitState::DoesNotFit ? "why" : "binding limit", fitLimitLabel(v.limit)});
+    if (v.loads())
+        cap.addRow({headlineCaption(v.headline), formatThousands(v.headline.value)});
     cap.print(out, "  ");
-    out << "  " << p.reason << '\n';
+    out << "  " << v.reason << '\n';
     for (const std::string& n : p.notes)
         out << "  note: " << n << '\n';
     for (const std::string& w : r.model.warnings)
         out << "  warning: " << w << '\n';
 }
 
-// The cell of the what-fits matrix: max context at the chosen users, or why not.
-std::string cell(const PlanResult& p)
+// The caption from the question (the request), never from a cell.
+std::string tableCaption(const std::vector<PlanRequest>& reqs, const std::vector<PlanResult>& plans)
 {
-    if (!p.fits && p.maxResidentTokens == 0)
-        return "no: weights " + formatBytes(p.weightsBytes) + " > " + formatBytes(p.usableBytes);
-    if (p.maxContext)
-        return tokens(*p.maxContext) + (p.fits ? "" : " (no)");
-    return tokens(p.maxResidentTokens) + (p.fits ? "" : " (no)");
+    const PlanRequest& r = reqs.front();
+    const Headline& h = plans.front().verdict.headline;
+    std::string caption = headlineCaption(h);
+    if (h.kind == HeadlineKind::MaxContextPerUser) {
+        bool capped = false;
+        for (const PlanResult& p : plans)
+            capped = capped || p.contextTokens != h.contextTokens;
+        caption += ", asked " + tokens(h.contextTokens) + " tokens each" + (capped ? " (or the model's trained context)" : "");
+    }
+    return caption + ", " + plans.front().kvDtypeId + " KV, " + r.engine.name
+        + ". A number alone fits as asked; \"N (limit)\" fits with less, the limit named; \"no: why\" does not fit.";
 }
 
 void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequest>& reqs, std::ostream& out)
@@ -102,15 +119,12 @@ void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequ
     for (const std::string& c : cards)
         t.addColumn(c, Align::Right);
     for (std::size_t i = 0; i < plans.size(); i += cards.size()) {
-        std::vector<std::string> row{plans[i].modelId, plans[i].formatId, formatBytes(plans[i].weightsBytes)};
+        std::vector<std::string> row{modelName(reqs[i]), plans[i].formatId, formatBytes(plans[i].weightsBytes)};
         for (std::size_t k = 0; k < cards.size() && i + k < plans.size(); ++k)
-            row.push_back(cell(plans[i + k]));
+            row.push_back(verdictCellText(plans[i + k].verdict));
         t.addRow(row);
     }
-    const PlanResult& first = plans.front();
-    out << "What fits: " << (first.maxContext ? "max context per user for " + tokens(first.users) + " users"
-                                              : std::string("max resident tokens (KV cache)"))
-        << ", " << first.kvDtypeId << " KV, " << reqs.front().engine.name << "\n\n";
+    out << "What fits: " << tableCaption(reqs, plans) << "\n\n";
     t.print(out);
     out << '\n';
     for (const std::string& c : cards) {
@@ -127,15 +141,15 @@ void printFrontier(const std::vector<PlanResult>& plans, std::ostream& out)
 {
     for (const PlanResult& p : plans) {
         out << p.modelId << " " << p.formatId << " on " << p.cardId << ": " << formatThousands(p.maxResidentTokens)
-            << " resident tokens\n";
+            << " resident tokens (" << fitStateLabel(p.verdict.state) << ")\n";
         TextTable t;
         t.addColumn("users", Align::Right);
         t.addColumn("max context", Align::Right);
         t.addColumn("resident tokens", Align::Right);
         for (const FrontierPoint& f : p.frontier)
             t.addRow({tokens(f.users), tokens(f.contextTokens), tokens(f.users * f.contextTokens)});
-        if (p.frontier.empty())
-            out << "  " << p.reason << '\n';
+        if (p.frontier.empty() || !p.verdict.loads())
+            out << "  " << p.verdict.reason << '\n';
         else
             t.print(out, "  ");
         out << '\n';
@@ -158,6 +172,10 @@ void run(Kind kind, const PlanOptions& o, CliContext& ctx)
     auto plans = runPlans(*requests);
     if (!plans)
         return ctx.fail(plans.error());
+    bool allFit = true;
+    for (const PlanResult& p : *plans)
+        allFit = allFit && p.verdict.fits();
+    ctx.answered(allFit);
     if (opts.json) {
         std::cout << (kind == Kind::Plan ? planToJson(plans->front()) : plansToJson(*plans)) << '\n';
         return;
@@ -180,6 +198,7 @@ void registerKind(CLI::App& app, CliContext& ctx, Kind kind, const std::string& 
     auto opts = std::make_shared<PlanOptions>();
     CLI::App* cmd = app.add_subcommand(name, help);
     addPlanOptions(cmd, *opts, multi);
+    addCheckFlag(cmd, ctx);
     cmd->callback([opts, &ctx, kind] { run(kind, *opts, ctx); });
 }
 

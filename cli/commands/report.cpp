@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 
 struct ReportOptions {
     PlanOptions plan;
-    std::string format = "json";
+    std::string format; ///< empty: from the extension of -o, else json
     std::string output;
     std::string check;
     std::string title;
@@ -171,10 +171,33 @@ void runCheck(const ReportOptions& o, CliContext& ctx)
     ctx.exitCode = kDriftExitCode;
 }
 
-void run(const ReportOptions& o, CliContext& ctx)
+// The format named by -o's extension ("a.pdf" -> pdf), or empty.
+std::string formatOfPath(const std::string& path)
 {
-    if (!o.check.empty())
-        return runCheck(o, ctx);
+    const std::size_t dot = path.rfind('.');
+    if (dot == std::string::npos || path.find('/', dot) != std::string::npos)
+        return {};
+    std::string ext = asciiLower(path.substr(dot + 1));
+    if (ext == "markdown")
+        ext = "md";
+    if (ext == "htm")
+        ext = "html";
+    for (const char* known : {"json", "md", "csv", "html", "pdf"})
+        if (ext == known)
+            return ext;
+    return {};
+}
+
+void run(const ReportOptions& given, CliContext& ctx)
+{
+    if (!given.check.empty())
+        return runCheck(given, ctx);
+    ReportOptions o = given;
+    if (o.format.empty()) {
+        o.format = formatOfPath(o.output);
+        if (o.format.empty())
+            o.format = "json";
+    }
     const bool viaQt = o.format == "html" || o.format == "pdf";
     if (viaQt && (o.output.empty() || o.output == "-"))
         return ctx.fail("--format " + o.format + " needs -o FILE");
@@ -243,9 +266,8 @@ void registerReportCommand(CLI::App& app, CliContext& ctx)
         "report", "A capacity report of models x formats on cards (json, md, csv; html and pdf need headroom-render), "
                   "or --check FILE: validate a JSON report and recompute it with this version (exit 2 on drift)");
     addPlanOptions(cmd, opts->plan, true);
-    cmd->add_option("--format,-f", opts->format, "Output format")
-        ->check(CLI::IsMember({"json", "md", "csv", "html", "pdf"}))
-        ->capture_default_str();
+    cmd->add_option("--format,-f", opts->format, "Output format (default: from the extension of -o, else json)")
+        ->check(CLI::IsMember({"json", "md", "csv", "html", "pdf"}));
     cmd->add_option("--output,-o", opts->output, "Output file, written atomically (json/md/csv: default stdout)");
     cmd->add_option("--title", opts->title, "Title on top of the report");
     cmd->add_option("--probes", opts->probes, "JSON file of probe results (device facts, predicted against measured)");

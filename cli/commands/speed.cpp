@@ -7,7 +7,9 @@
 #include "headroom/core/speed/batching.h"
 #include "headroom/core/speed/speculative.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <iostream>
 #include <memory>
 
@@ -23,7 +25,7 @@ struct SpeedOptions {
     unsigned draftTokens = 4;
     double draftCost = 0.1;
     unsigned requests = 64;
-    unsigned slots = 8;
+    std::optional<unsigned> slots; ///< default: the users the plan runs
     double medianOutputTokens = 18;
     double outputSigma = 1.06;
 };
@@ -52,7 +54,7 @@ void printRoofline(const PlanResult& p)
                   fixed(pt.tokensPerSecond / static_cast<double>(pt.batch), 1), pt.computeBound ? "compute" : "memory"});
     t.print(std::cout, "  ");
     std::cout << "\n  TTFT (prefill of " << formatThousands(s.contextTokens) << " tokens): " << fixed(s.ttftMs, 1) << " ms\n";
-    std::cout << "  TPOT at " << s.users << " users: " << fixed(s.tpotMs, 2) << " ms ("
+    std::cout << "  TPOT at " << formatThousands(s.users) << (s.users == 1 ? " user: " : " users: ") << fixed(s.tpotMs, 2) << " ms ("
               << fixed(s.aggregateTokensPerSecond, 1) << " tokens/s in all)\n";
     std::cout << "  knee: " << (s.kneeBatch ? "batch " + std::to_string(*s.kneeBatch) : std::string("beyond batch 1,024"))
               << " (decode turns compute-bound)\n";
@@ -60,12 +62,12 @@ void printRoofline(const PlanResult& p)
         std::cout << "  memory allows " << formatThousands(*p.maxUsers) << " users at this context\n";
 }
 
-void printBatching(const SpeedOptions& o)
+void printBatching(const SpeedOptions& o, unsigned slots)
 {
     const auto lengths = skewedOutputLengths(o.requests, o.medianOutputTokens, o.outputSigma);
-    const BatchingResult st = simulateStaticBatching(lengths, o.slots);
-    const BatchingResult ct = simulateContinuousBatching(lengths, o.slots);
-    std::cout << "\nBatching: " << o.requests << " requests, " << o.slots << " slots, output lengths log-normal (median "
+    const BatchingResult st = simulateStaticBatching(lengths, slots);
+    const BatchingResult ct = simulateContinuousBatching(lengths, slots);
+    std::cout << "\nBatching: " << o.requests << " requests, " << slots << " slots, output lengths log-normal (median "
               << fixed(o.medianOutputTokens, 0) << ", total " << formatThousands(st.totalTokens) << " tokens)\n\n";
     TextTable t;
     t.addColumn("schedule");
@@ -105,10 +107,19 @@ void run(const SpeedOptions& o, CliContext& ctx)
     if (!plans)
         return ctx.fail(plans.error());
     const PlanResult& p = plans->front();
+    ctx.answered(p.verdict.fits());
+    if (!p.verdict.loads()) {
+        // Speed only for what loads: a plan that does not fit has none.
+        std::cout << "No speed for " << p.modelId << " " << p.formatId << " on " << p.cardId << ": " << p.verdict.reason << '\n';
+        return;
+    }
     if (!p.speed)
         return ctx.fail("card '" + p.cardId + "' has no bandwidth figure: use a card profile (headroom-cli cards)");
+    if (p.verdict.state != FitState::Fits)
+        std::cout << "note: " << p.verdict.reason << "; the figures below assume the users asked for\n\n";
     printRoofline(p);
-    printBatching(o);
+    const std::uint64_t running = std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.users, p.maxUsers.value_or(p.users)));
+    printBatching(o, o.slots.value_or(static_cast<unsigned>(std::min<std::uint64_t>(running, 4096))));
     printSpeculative(o);
 }
 
@@ -124,7 +135,9 @@ void registerSpeedCommand(CLI::App& app, CliContext& ctx)
     cmd->add_option("--draft-cost", opts->draftCost, "Speculative decoding: draft step cost c (fraction of a target step)")
         ->capture_default_str()->check(CLI::Range(0.0, 10.0));
     cmd->add_option("--requests", opts->requests, "Batching simulation: requests")->capture_default_str()->check(CLI::Range(1u, 100000u));
-    cmd->add_option("--slots", opts->slots, "Batching simulation: concurrent slots")->capture_default_str()->check(CLI::Range(1u, 4096u));
+    cmd->add_option("--slots", opts->slots, "Batching simulation: concurrent slots (default: the users the plan runs)")
+        ->check(CLI::Range(1u, 4096u));
+    addCheckFlag(cmd, ctx);
     cmd->callback([opts, &ctx] { run(*opts, ctx); });
 }
 

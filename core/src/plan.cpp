@@ -273,10 +273,8 @@ private:
             m_out.maxUsers = maxUsers(pool, m_out.contextTokens);
         if (m_r.users && m_weightsFit) {
             std::uint64_t c = maxContextTokens(pool, *m_r.users);
-            if (m_out.modelContextTokens > 0 && c > m_out.modelContextTokens) {
-                c = m_out.modelContextTokens;
-                m_out.notes.push_back("max context capped at the model's trained context");
-            }
+            if (m_out.modelContextTokens > 0 && c > m_out.modelContextTokens)
+                c = m_out.modelContextTokens; // the verdict names the trained context when it binds
             m_out.maxContext = c;
         }
         if (e.kind == EngineKind::Vllm && m_out.contextTokens > 0) {
@@ -324,7 +322,10 @@ tl::expected<PlanResult, std::string> makePlan(const PlanRequest& request)
     try {
         return Planner(request).run();
     } catch (const OverflowError& e) {
-        return tl::unexpected(std::string("arithmetic overflow: ") + e.what());
+        return tl::unexpected(std::string("arithmetic overflow (") + e.what() + ") planning "
+                              + formatThousands(request.users.value_or(1)) + " users x "
+                              + formatThousands(request.contextTokens.value_or(0)) + " tokens of '" + request.model.id
+                              + "': lower --users or --context");
     }
 }
 

@@ -15,9 +15,13 @@ ModelProfile fromImport(const ImportedModel& m)
 {
     ModelProfile p;
     p.id = m.path;
-    p.name = std::filesystem::path(m.path).filename().string();
+    // The model's own name (GGUF general.name, config _name_or_path), else its file or folder name.
+    std::filesystem::path path(m.path);
+    while (!path.empty() && path.filename().empty())
+        path = path.parent_path();
+    p.name = m.modelName.empty() ? path.filename().string() : m.modelName;
     if (p.name == "config.json" || p.name.empty())
-        p.name = std::filesystem::path(m.path).parent_path().filename().string();
+        p.name = path.parent_path().filename().string();
     p.source = m.format + " " + m.formatVersion + " " + m.path;
     p.architecture = m.architecture;
     p.contentHash = m.contentHash;
@@ -145,8 +149,13 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
     if (!imported)
         return tl::unexpected(toString(imported.error()));
     if (!imported->architecture)
-        return tl::unexpected(arg + ": the file describes no model architecture (no " + imported->architectureName
-                              + " hyperparameters), so its KV cache cannot be sized");
+        return tl::unexpected(arg + ": the file describes no model architecture ("
+                              + (imported->architectureName.empty() ? std::string("no hyperparameters")
+                                                                    : "no " + imported->architectureName + " hyperparameters")
+                              + "), so its KV cache cannot be sized");
+    if (imported->format == "gguf" && imported->tensors.empty())
+        return tl::unexpected(arg + ": no tensors: a tokenizer/vocabulary-only GGUF holds no weights to plan "
+                              "(use the model's own GGUF)");
     return fromImport(*imported);
 }
 
@@ -156,6 +165,10 @@ tl::expected<Card, std::string> resolveCard(const std::string& arg, const Profil
         return *c;
     if (const auto size = parseSize(arg); size && size->value > 0)
         return anonymousCard(arg, *size);
+    if (!arg.empty() && arg.front() == '-' && parseSize(arg.substr(1)))
+        return tl::unexpected("card size '" + arg + "': a size must be positive, such as 8GiB or 24GB");
+    if (const auto size = parseSize(arg); size && size->value == 0)
+        return tl::unexpected("card size '" + arg + "': a size must be positive, such as 8GiB or 24GB");
     return tl::unexpected("unknown card '" + arg + "': not a profile id (list them with `headroom-cli cards`) nor a size such as 8GiB or 24GB");
 }
 

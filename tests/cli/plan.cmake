@@ -44,3 +44,37 @@ foreach(case "unknown_model|plan -m no-such-model|unknown model 'no-such-model'"
   add_test(NAME cli_error_${name} COMMAND sh -c "${_cli} ${args} 2>&1; echo \"exit code $?\"")
   set_tests_properties(cli_error_${name} PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "${regex}.*exit code 1")
 endforeach()
+
+# One exit-code rule (cli/commands.h): 0 answered, 1 usage or data error, 3 with --check when a
+# plan does not fit as asked. Range errors are one line, not the usage text.
+foreach(case "check_fits|plan -m llama-3.1-8b -w int4-g128 -c rtx-4090 --check|verdict +fits.*exit code 0"
+             "check_does_not_fit|plan -m llama-3.1-8b -w fp16 -c rtx-4060 --check|verdict +does not fit.*exit code 3"
+             "does_not_fit_answers|plan -m llama-3.1-8b -w fp16 -c rtx-4060|verdict +does not fit.*exit code 0"
+             "table_check|table -m llama-3.1-8b -w fp16 -c rtx-4060 rtx-4090 --check|no: weights.*exit code 3"
+             "flags_nothing_to_launch|flags -m llama-3.1-8b -w fp16 -c rtx-4060 --engine vllm --check|nothing to launch.*exit code 3"
+             "speed_does_not_load|speed -m llama-3.1-8b -w fp16 -c rtx-4060|No speed for llama-3.1-8b fp16 on rtx-4060: does not fit: weights.*exit code 0"
+             "vllm_refusal_never_fits|plan -m llama-3.1-8b -w bf16 -c rtx-4090 --users 1 --context 131072|verdict +does not fit\n *why +the engine would refuse to start.*exit code 0"
+             "trained_context_state|plan -m llama-2-7b -w int4-g128 -c rtx-4090 --users 4 --context 8192|binding limit +the model's trained context.*max context per user for 4 users +4,096.*exit code 0"
+             "users_alone_sane_context|plan -m llama-3.1-8b -w int4-g128 -c rtx-4090 --users 16 --json|\"context_tokens\": 8192,.*exit code 0")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 args)
+  list(GET parts 2 regex)
+  add_test(NAME cli_exit_${name} COMMAND sh -c "${_cli} ${args} 2>&1; echo \"exit code $?\"")
+  set_tests_properties(cli_exit_${name} PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "${regex}")
+endforeach()
+foreach(case "range_users|plan -m llama-2-7b --users 0|--users: Value 0 not in range[^\n]*see headroom-cli plan --help\\)\nexit code 1\n$"
+             "negative_card|plan -m llama-2-7b -c -8GiB|card size '-8GiB': a size must be positive[^\n]*\nexit code 1\n$"
+             "reserve_above_card|plan -m llama-2-7b -c rtx-4090 --reserve 30GiB|--reserve 30GiB \\(30.00 GiB\\) leaves nothing of the 23.64 GiB card[^\n]*\nexit code 1\n$")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 args)
+  list(GET parts 2 regex)
+  add_test(NAME cli_error_${name} COMMAND sh -c "${_cli} ${args} 2>&1; echo \"exit code $?\"")
+  set_tests_properties(cli_error_${name} PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "^headroom-cli: ${regex}")
+endforeach()
+if(HEADROOM_FIXTURES_DIR AND EXISTS ${HEADROOM_FIXTURES_DIR}/gguf/ggml-vocab-phi-3.gguf)
+  add_test(NAME cli_error_vocab_only_gguf COMMAND sh -c "${_cli} plan -m ${HEADROOM_FIXTURES_DIR}/gguf/ggml-vocab-phi-3.gguf 2>&1; echo \"exit code $?\"")
+  set_tests_properties(cli_error_vocab_only_gguf PROPERTIES LABELS cli
+    PASS_REGULAR_EXPRESSION "ggml-vocab-phi-3.gguf: no tensors: a tokenizer/vocabulary-only GGUF holds no weights.*exit code 1")
+endif()

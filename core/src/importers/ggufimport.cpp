@@ -141,6 +141,8 @@ tl::expected<ImportedModel, ImportError> importGguf(const std::filesystem::path&
             first = std::move(*file);
     }
     model.formatVersion = std::to_string(first->version) + (first->bigEndian ? " big-endian" : "");
+    if (const GgufValue* n = first->find("general.name"); n && n->type == GgufValueType::String && !n->str.empty() && n->str.size() <= 256)
+        model.modelName = n->str;
     if (const GgufValue* a = first->find("general.architecture"))
         model.architectureName = a->str;
     // The architecture needs the tensor list for tied embeddings: give it every shard's names.

@@ -98,6 +98,9 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     if (modelType.empty())
         c.fail(ImportErrorCode::MissingKey, "model_type", "no model_type: cannot tell the model family");
     out.modelType = modelType;
+    // The name transformers saved the model under, bounded: a label, never a path we open.
+    if (const auto name = top.stringOf("_name_or_path"); name && !name->empty() && name->size() <= 256)
+        out.nameOrPath = *name;
     if (kUnsupported.count(modelType))
         c.fail(ImportErrorCode::UnsupportedArchitecture, "model_type",
                "model_type \"" + modelType + "\" is not a decoder-only language model");

@@ -79,6 +79,7 @@ void applyConfig(ImportedModel& model, const HfConfig& config)
 {
     model.architecture = config.architecture;
     model.architectureName = config.modelType;
+    model.modelName = config.nameOrPath;
     model.contextLength = config.contextLength;
     model.weightFormatId = config.weightFormatId.value_or(config.checkpointDtype);
     for (const auto& w : config.warnings)

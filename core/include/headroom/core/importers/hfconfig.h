@@ -28,6 +28,7 @@ namespace headroom {
 struct HfConfig {
     Architecture architecture;              ///< the model's shape
     std::string modelType;                  ///< model_type as written ("RefinedWebModel", "llama")
+    std::string nameOrPath;                 ///< _name_or_path as written ("meta-llama/Llama-3.1-8B"), or empty
     std::optional<std::string> weightFormatId; ///< from quantization_config: "gptq-g128", "awq-g128", "nf4-bnb", "nf4-bnb-dq", "int8-row", "fp8"; nullopt when unquantized
     std::string checkpointDtype;            ///< Headroom format id of torch_dtype/dtype: "bf16", "fp16", "fp32" ("bf16" when absent)
     std::uint64_t contextLength = 0;        ///< trained context in tokens (max_position_embeddings, n_positions, ...)

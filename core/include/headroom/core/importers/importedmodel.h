@@ -35,6 +35,7 @@ struct ImportedModel {
     std::string formatVersion;         ///< GGUF "1".."3" (+ " big-endian"); safetensors "1"; hf-config: transformers_version or ""
     std::string path;                  ///< the path that was imported
     std::optional<Architecture> architecture; ///< absent when the file carries no usable architecture (vocab-less dummies)
+    std::string modelName;             ///< the model's own name: GGUF general.name, config _name_or_path; empty when none
     std::string architectureName;      ///< GGUF general.architecture or config model_type, as written
     std::uint64_t tensorCount = 0;     ///< tensors listed (all shards; index weight_map entries when shards are absent)
     std::uint64_t parameters = 0;      ///< weight elements: sum of tensor element counts (non-parameter buffers such as rotary inv_freq excluded), or parameterCount(arch) when no tensor table was read
