@@ -9,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QPalette>
 #include <QLabel>
+#include <QLocale>
 #include <QVBoxLayout>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
@@ -19,15 +20,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace headroom::app {
 
 QColor cardColor(std::size_t index)
 {
+    // Tableau 10 plus two: twelve cards before a colour repeats.
     static const QColor colors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xe1, 0x57, 0x59), QColor(0x59, 0xa1, 0x4f),
                                     QColor(0xb0, 0x7a, 0xa1), QColor(0xf2, 0x8e, 0x2b), QColor(0x76, 0xb7, 0xb2),
-                                    QColor(0xed, 0xc9, 0x48), QColor(0x9c, 0x75, 0x5f)};
-    return colors[index % 8];
+                                    QColor(0xed, 0xc9, 0x48), QColor(0x9c, 0x75, 0x5f), QColor(0xff, 0x9d, 0xa7),
+                                    QColor(0x5a, 0x5a, 0x5a), QColor(0x17, 0xbe, 0xcf), QColor(0x8c, 0x56, 0x4b)};
+    return colors[index % std::size(colors)];
 }
 
 namespace {
@@ -62,6 +66,15 @@ void resetChart(QChart* chart, const QString& title)
     titleFont.setBold(true);
     chart->setTitleFont(titleFont);
     chart->setTitle(title);
+    // Tick labels with the locale's group separators (1,000,000).
+    chart->setLocalizeNumbers(true);
+    chart->setLocale(QLocale(QLocale::English, QLocale::UnitedStates));
+}
+
+// The title of an empty plot says why it is empty.
+QString emptyTitle(const QString& title, const QString& why)
+{
+    return QStringLiteral("%1<br><span style='font-weight:normal; font-size:8pt'>%2</span>").arg(title.toHtmlEscaped(), why.toHtmlEscaped());
 }
 
 void styleAxis(QAbstractAxis* axis, const QString& title)
@@ -183,7 +196,6 @@ void ChartsPanel::rebuild()
         limit->append(0, toGiB(p.usableBytes));
         limit->append(static_cast<double>(xMax), toGiB(p.usableBytes));
         attach(memory, limit, mx, my);
-        yMax = std::max(yMax, toGiB(p.cardTotalBytes) * 1.15);
     }
     for (std::size_t i : order) {
         const PlanResult& p = m_plans[i].plan;
@@ -215,8 +227,18 @@ void ChartsPanel::rebuild()
             need->append(0, toGiB(fixed));
         }
         attach(memory, need, mx, my);
-        yMax = std::max(yMax, toGiB(fixed) * 1.1);
+        // Scaled to what is drawn, not to the cards' totals: one huge card does not flatten the rest.
+        const double drawn = need->count() > 0 ? need->at(need->count() - 1).y() : toGiB(fixed);
+        yMax = std::max({yMax, drawn * 1.15, std::min(usable, drawn * 1.6)});
     }
+    std::size_t loadedCards = 0;
+    for (const CardPlan& cp : m_plans)
+        loadedCards += cp.plan.verdict.loads();
+    if (m_plans.empty())
+        memory->setTitle(emptyTitle(QStringLiteral("Memory vs context"), QStringLiteral("no card chosen")));
+    else if (loadedCards == 0)
+        memory->setTitle(emptyTitle(QStringLiteral("Memory vs context, %1 users").arg(thousands(m_users)),
+                                    QStringLiteral("the model does not fit on any chosen card")));
     if (m_context > 0 && !m_plans.empty()) {
         auto* chosen = new QLineSeries;
         chosen->setName(QStringLiteral("chosen"));
@@ -271,6 +293,9 @@ void ChartsPanel::rebuild()
         fyMax = std::max(fyMax, static_cast<double>(m_context));
         fxMax = std::max(fxMax, static_cast<double>(m_users));
     }
+    if (loadedCards == 0)
+        frontier->setTitle(emptyTitle(QStringLiteral("Context x concurrency frontier"),
+                                      QStringLiteral("nothing fits: no frontier on the chosen cards")));
     // Few enough labels to stay readable in a third of 1280 pixels.
     const double fxTop = std::pow(2.0, std::ceil(std::log2(fxMax)));
     fx->setBase(fxTop > 256 ? 8 : (fxTop > 16 ? 4 : 2));
@@ -279,22 +304,27 @@ void ChartsPanel::rebuild()
 
     // --- decode tokens/s against batch: roofline estimate, and measured points ---
     QChart* speed = m_speed->chart();
-    resetChart(speed, QStringLiteral("Tokens/s vs batch, roofline estimate"));
+    resetChart(speed, QStringLiteral("Tokens/s vs batch (roofline)"));
     auto* sx = new QLogValueAxis;
     auto* sy = new QValueAxis;
     sx->setBase(2);
     sx->setLabelFormat(QStringLiteral("%.0f"));
-    styleAxis(sx, QStringLiteral("batch (sequences), %1 tokens each").arg(thousands(m_context)));
+    styleAxis(sx, QStringLiteral("batch (sequences)"));
     styleAxis(sy, QStringLiteral("tokens/s"));
     sy->setLabelFormat(QStringLiteral("%.0f"));
     speed->addAxis(sx, Qt::AlignBottom);
     speed->addAxis(sy, Qt::AlignLeft);
     double syMax = 10;
     double sxMax = 2;
+    std::size_t speedLines = 0;
     for (std::size_t i = 0; i < m_plans.size(); ++i) {
+        // Speed only for the cards the model loads on.
+        if (!m_plans[i].plan.verdict.loads())
+            continue;
         const auto points = rooflineEstimate(m_plans[i].plan, m_plans[i].card, std::max<std::uint64_t>(m_context, 1));
         if (points.empty())
             continue;
+        ++speedLines;
         auto* line = new QLineSeries;
         line->setName(shortCardName(m_plans[i].card));
         line->setPen(QPen(cardColor(i), 2));
@@ -324,6 +354,10 @@ void ChartsPanel::rebuild()
         }
         attach(speed, measured, sx, sy);
     }
+    if (speedLines == 0 && m_measured.empty())
+        speed->setTitle(emptyTitle(QStringLiteral("Tokens/s vs batch (roofline)"),
+                                   loadedCards == 0 ? QStringLiteral("the model loads on no chosen card")
+                                                    : QStringLiteral("no bandwidth figure for the chosen cards")));
     sx->setRange(1, std::max(2.0, std::pow(2.0, std::ceil(std::log2(sxMax)) + 1)));
     const double step = std::pow(10.0, std::floor(std::log10(syMax)));
     sy->setRange(0, std::ceil(syMax * 1.1 / step) * step);

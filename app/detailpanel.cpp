@@ -46,6 +46,9 @@ DetailPanel::DetailPanel(std::shared_ptr<ProbeBackend> probeBackend, QWidget* pa
     m_limits->setWordWrap(true);
     m_limits->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_bar = new MemoryBar;
+    m_barLegend = new QLabel;
+    m_barLegend->setWordWrap(true);
+    m_barLegend->setObjectName(QStringLiteral("MemoryLegend"));
 
     m_tabs = new QTabWidget;
     m_charts = new ChartsPanel;
@@ -68,6 +71,7 @@ DetailPanel::DetailPanel(std::shared_ptr<ProbeBackend> probeBackend, QWidget* pa
     layout->addWidget(m_title);
     layout->addWidget(m_limits);
     layout->addWidget(m_bar);
+    layout->addWidget(m_barLegend);
     layout->addWidget(m_tabs, 1);
 }
 
@@ -76,6 +80,7 @@ void DetailPanel::showNoPlan(const QString& why)
     m_title->setText(QStringLiteral("No detail: %1").arg(why));
     m_limits->clear();
     m_bar->setSegments({}, Bytes{});
+    m_barLegend->clear();
     m_bill->clear();
     m_engines->clear();
     m_probes->clearPlan();
@@ -115,6 +120,7 @@ void DetailPanel::setCell(const Catalog& catalog, const Selection& selection, co
     m_limits->setToolTip(QString::fromStdString(p.reason));
     m_bill->setPlan(p, users, context);
     m_bar->setSegments(m_bill->breakdown()->segments(), p.cardTotalBytes);
+    m_barLegend->setText(m_bar->legendHtml());
     m_engines->setRows(compareEngines(catalog, selection, modelId, formatId, cardId));
     if (auto request = requestFor(catalog, selection, modelId, formatId, cardId))
         m_probes->setPlan(p, *request);

@@ -36,6 +36,7 @@ public:
     QLabel* title() const { return m_title; }
     QLabel* limits() const { return m_limits; }
     MemoryBar* memoryBar() const { return m_bar; }
+    QLabel* memoryLegend() const { return m_barLegend; }
     QTabWidget* tabs() const { return m_tabs; }
     ChartsPanel* charts() const { return m_charts; }
     BillPanel* bill() const { return m_bill; }
@@ -49,6 +50,7 @@ private:
     QLabel* m_title = nullptr;
     QLabel* m_limits = nullptr;
     MemoryBar* m_bar = nullptr;
+    QLabel* m_barLegend = nullptr;
     QTabWidget* m_tabs = nullptr;
     ChartsPanel* m_charts = nullptr;
     BillPanel* m_bill = nullptr;

@@ -83,6 +83,23 @@ QString MemoryBar::toolTipFor(int i) const
     return text;
 }
 
+QString MemoryBar::legendHtml() const
+{
+    QStringList items;
+    int overhead = 0;
+    for (const BillSegment& s : m_segments) {
+        const QColor c = segmentColor(s, overhead);
+        if (s.kind == BillSegment::Kind::Overhead)
+            ++overhead;
+        QString text = QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;%3")
+                           .arg(c.name(), s.name.toHtmlEscaped(), bytesText(s.bytes).replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+        if (s.kind == BillSegment::Kind::Reserved && !s.note.isEmpty())
+            text += QStringLiteral(" (kept free by the engine: %1)").arg(s.note.toHtmlEscaped());
+        items << text;
+    }
+    return items.join(QStringLiteral(" &nbsp; "));
+}
+
 bool MemoryBar::event(QEvent* event)
 {
     if (event->type() == QEvent::ToolTip) {

@@ -21,6 +21,9 @@ public:
     int segmentAt(int x) const;
     /// The hover text of segment @p i: "KV cache: 4,294,967,296 B (4.00 GiB), 16.9 % of the card\n<note>".
     QString toolTipFor(int i) const;
+    /// Rich text naming every segment with its colour and size, the engine's reserve with what it is
+    /// ("utilization_headroom 2.36 GiB: 1 - 90% of the card total"), so that small slices are explained too.
+    QString legendHtml() const;
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;

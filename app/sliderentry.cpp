@@ -1,6 +1,7 @@
 #include "sliderentry.h"
 
 #include <QGridLayout>
+#include <QLocale>
 #include <QLabel>
 #include <QSignalBlocker>
 #include <QSlider>
@@ -8,16 +9,67 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <limits>
 
 namespace headroom::app {
+
+namespace {
+
+// A spin box that lets a value out of range be typed in full, then refuses it with a message
+// (QSpinBox alone swallows the digits beyond its maximum without a word).
+class RangeSpinBox : public QSpinBox
+{
+public:
+    explicit RangeSpinBox(QWidget* parent) : QSpinBox(parent) {}
+    std::function<void(qlonglong)> onRejected;
+
+    QValidator::State validate(QString& text, int& pos) const override
+    {
+        const std::optional<qlonglong> v = parse(text);
+        if (v && (*v < minimum() || *v > maximum()))
+            return QValidator::Intermediate;
+        return QSpinBox::validate(text, pos);
+    }
+
+    void fixup(QString& input) const override
+    {
+        if (const std::optional<qlonglong> v = parse(input); v && (*v < minimum() || *v > maximum()) && onRejected)
+            QMetaObject::invokeMethod(const_cast<RangeSpinBox*>(this), [f = onRejected, value = *v] { f(value); }, Qt::QueuedConnection);
+        QSpinBox::fixup(input);
+    }
+
+private:
+    std::optional<qlonglong> parse(QString text) const
+    {
+        text.remove(locale().groupSeparator());
+        text = text.trimmed();
+        bool ok = false;
+        const qlonglong v = text.toLongLong(&ok);
+        return ok ? std::optional<qlonglong>(v) : std::nullopt;
+    }
+};
+
+} // namespace
 
 SliderEntry::SliderEntry(const QString& label, std::uint64_t minimum, std::uint64_t maximum, std::uint64_t value, QWidget* parent)
     : QWidget(parent)
 {
     m_label = new QLabel(label, this);
     m_slider = new QSlider(Qt::Horizontal, this);
-    m_spin = new QSpinBox(this);
+    auto* spin = new RangeSpinBox(this);
+    m_spin = spin;
+    m_message = new QLabel(this);
+    m_message->setWordWrap(true);
+    m_message->setStyleSheet(QStringLiteral("color: #c62828;"));
+    m_message->hide();
+    spin->onRejected = [this](qlonglong v) {
+        m_message->setText(QStringLiteral("%1 is out of range: %2 to %3 here; kept %4")
+                               .arg(QLocale().toString(v), QLocale().toString(static_cast<qulonglong>(m_min)),
+                                    QLocale().toString(static_cast<qulonglong>(m_max)), QLocale().toString(static_cast<qulonglong>(m_value))));
+        m_message->show();
+    };
     m_spin->setKeyboardTracking(false);
     m_spin->setGroupSeparatorShown(true);
     m_spin->setAlignment(Qt::AlignRight);
@@ -29,6 +81,7 @@ SliderEntry::SliderEntry(const QString& label, std::uint64_t minimum, std::uint6
     layout->addWidget(m_label, 0, 0);
     layout->addWidget(m_spin, 0, 1);
     layout->addWidget(m_slider, 1, 0, 1, 2);
+    layout->addWidget(m_message, 2, 0, 1, 2);
     layout->setColumnStretch(0, 1);
 
     m_value = value;
@@ -95,6 +148,8 @@ void SliderEntry::commit(std::uint64_t value)
 {
     value = std::clamp(value, m_min, m_max);
     const bool changed = value != m_value;
+    if (changed)
+        m_message->hide();
     m_value = value;
     showValue();
     if (changed)

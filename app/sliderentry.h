@@ -29,6 +29,8 @@ public:
 
     QSlider* slider() const { return m_slider; }
     QSpinBox* spinBox() const { return m_spin; }
+    /// The message shown when a typed value was out of range (hidden otherwise).
+    QLabel* message() const { return m_message; }
     /// The ladder the slider walks.
     const std::vector<std::uint64_t>& ladder() const { return m_ladder; }
 
@@ -43,6 +45,7 @@ private:
     QLabel* m_label = nullptr;
     QSlider* m_slider = nullptr;
     QSpinBox* m_spin = nullptr;
+    QLabel* m_message = nullptr;
     std::vector<std::uint64_t> m_ladder;
     std::uint64_t m_min = 1;
     std::uint64_t m_max = 1;

@@ -67,42 +67,27 @@ QModelIndex WhatFitsModel::find(const std::string& modelId, const std::string& f
     return {};
 }
 
-Fit WhatFitsModel::fitOf(const tl::expected<PlanResult, std::string>& cell, std::uint64_t contextTokens)
+Fit WhatFitsModel::fitOf(const tl::expected<PlanResult, std::string>& cell, std::uint64_t)
 {
     if (!cell)
         return Fit::Error;
-    const std::uint64_t context = cell->maxContext.value_or(0);
-    if (context == 0)
+    switch (cell->verdict.state) {
+    case FitState::Fits:
+        return Fit::Reaches;
+    case FitState::FitsWithLess:
+    case FitState::PartialOffload:
+        return Fit::Short;
+    case FitState::DoesNotFit:
         return Fit::NoRoom;
-    return context >= contextTokens ? Fit::Reaches : Fit::Short;
+    }
+    return Fit::NoRoom;
 }
-
-namespace {
-
-// "14.96 > 7.01 GiB" when both sizes share a unit, else "14.96 GiB > 900.00 MiB".
-QString comparison(Bytes a, Bytes b)
-{
-    const QString ta = bytesText(a);
-    const QString tb = bytesText(b);
-    const qsizetype space = ta.lastIndexOf(QLatin1Char(' '));
-    if (space > 0 && tb.endsWith(ta.mid(space)))
-        return QStringLiteral("%1 > %2").arg(ta.left(space), tb);
-    return QStringLiteral("%1 > %2").arg(ta, tb);
-}
-
-} // namespace
 
 QString WhatFitsModel::cellText(const tl::expected<PlanResult, std::string>& cell)
 {
     if (!cell)
         return QStringLiteral("error: %1").arg(QString::fromStdString(cell.error()));
-    const PlanResult& p = *cell;
-    if (p.weightsBytes > p.usableBytes)
-        return QStringLiteral("does not fit: weights %1").arg(comparison(p.weightsBytes, p.usableBytes));
-    const std::uint64_t context = p.maxContext.value_or(0);
-    if (context == 0)
-        return QStringLiteral("does not fit: weights + overheads %1").arg(comparison(p.weightsBytes + totalBytes(p.overheads), p.usableBytes));
-    return tokensText(context);
+    return QString::fromStdString(verdictCellText(cell->verdict));
 }
 
 int fitIndex(Fit f) { return static_cast<int>(f); }
@@ -165,7 +150,7 @@ QVariant WhatFitsModel::data(const QModelIndex& index, int role) const
     case Qt::DisplayRole:
         return cellText(cell);
     case RawRole:
-        return QVariant::fromValue<quint64>(cell ? cell->maxContext.value_or(0) : 0);
+        return QVariant::fromValue<quint64>(cell ? cell->verdict.headline.value : 0);
     case FitRole:
         return fitIndex(fit);
     case Qt::BackgroundRole:
@@ -176,15 +161,12 @@ QVariant WhatFitsModel::data(const QModelIndex& index, int role) const
     case Qt::ToolTipRole:
         if (!cell)
             return QString::fromStdString(cell.error());
-        if (fit == Fit::NoRoom)
-            return QStringLiteral("%1 %2 on %3: weights %4 and overheads %5 against %6 usable under the engine (card total %7)\n%8")
-                .arg(QString::fromStdString(cell->modelId), QString::fromStdString(cell->formatId), QString::fromStdString(cell->cardId),
-                     exactBytesText(cell->weightsBytes), bytesText(totalBytes(cell->overheads)), exactBytesText(cell->usableBytes),
-                     bytesText(cell->cardTotalBytes), QString::fromStdString(cell->reason));
-        return QStringLiteral("%1 %2 on %3\nmax context per user for %4 users: %5 tokens\nmax resident tokens: %6\n%7")
-            .arg(QString::fromStdString(cell->modelId), QString::fromStdString(cell->formatId),
-                 QString::fromStdString(cell->cardId), thousands(cell->users), thousands(cell->maxContext.value_or(0)),
-                 thousands(cell->maxResidentTokens), QString::fromStdString(cell->reason));
+        return QStringLiteral("%1 %2 on %3\n%4: %5\nweights %6, overheads %7, usable %8 (card total %9)")
+            .arg(QString::fromStdString(cell->modelId), QString::fromStdString(cell->formatId), QString::fromStdString(cell->cardId),
+                 QString::fromStdString(headlineCaption(cell->verdict.headline)), thousands(cell->verdict.headline.value),
+                 bytesText(cell->weightsBytes), bytesText(totalBytes(cell->overheads)), bytesText(cell->usableBytes),
+                 bytesText(cell->cardTotalBytes))
+            + QLatin1Char('\n') + QString::fromStdString(cell->verdict.reason);
     default:
         return {};
     }

@@ -1,7 +1,7 @@
 #pragma once
 // The what-fits matrix: models or weight formats (rows) against cards (columns). A card cell
-// shows the max context per user at the chosen users, coloured by whether it reaches the chosen
-// context, or "does not fit: weights X > Y" (Y: what the engine lets the card use).
+// prints core's verdict (verdict.h): the headline number, coloured by the state, with the binding
+// limit or why not; the app computes none of it.
 
 #include "catalog.h"
 
@@ -45,7 +45,8 @@ public:
     QModelIndex find(const std::string& modelId, const std::string& formatId, const std::string& cardId) const;
 
     static Fit fitOf(const tl::expected<PlanResult, std::string>& cell, std::uint64_t contextTokens);
-    /// The cell text: "31,600", or "does not fit: weights 14.96 GiB > 14.01 GiB" (usable bytes).
+    /// The verdict's state (fits / fits with less / does not fit); the context is not needed.
+    /// The cell text: core's verdictCellText ("31,600", "2,368 (memory)", "no: weights 14.96 > 14.01 GiB").
     static QString cellText(const tl::expected<PlanResult, std::string>& cell);
 
 private:

@@ -38,6 +38,8 @@ QString statusClass(const Table& t, std::size_t r, std::size_t c)
     switch (t.status[r][c]) {
     case CellStatus::Pass:
         return QStringLiteral("pass");
+    case CellStatus::Less:
+        return QStringLiteral("less");
     case CellStatus::Fail:
         return QStringLiteral("fail");
     case CellStatus::Plain:
@@ -56,7 +58,7 @@ QString tableHtml(const Table& t, bool forPrint)
         out += QStringLiteral("<p class=\"caption\"><b>%1</b></p>\n").arg(esc(t.caption));
     out += forPrint ? QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" style=\"border-collapse:collapse; "
                                      "border-color:#b0b0b0;\">\n<tr>")
-                    : QStringLiteral("<table>\n<thead><tr>");
+                    : QStringLiteral("<div class=\"scroll\"><table>\n<thead><tr>");
     for (std::size_t c = 0; c < t.header.size(); ++c) {
         const bool num = isNumeric(t, c);
         out += forPrint ? QStringLiteral("<th bgcolor=\"#ececec\" align=\"%1\">%2</th>").arg(num ? "right" : "left", esc(t.header[c]))
@@ -70,6 +72,7 @@ QString tableHtml(const Table& t, bool forPrint)
             const bool num = isNumeric(t, c);
             if (forPrint) {
                 const QString bg = status == "pass" ? QStringLiteral(" bgcolor=\"#dcf0dc\"")
+                    : status == "less"             ? QStringLiteral(" bgcolor=\"#fff1bf\"")
                     : status == "fail"             ? QStringLiteral(" bgcolor=\"#f6d5d5\"")
                                                    : QString();
                 out += QStringLiteral("<td align=\"%1\"%2>%3</td>").arg(num ? "right" : "left", bg, esc(t.rows[r][c]));
@@ -85,7 +88,7 @@ QString tableHtml(const Table& t, bool forPrint)
         }
         out += QStringLiteral("</tr>\n");
     }
-    out += forPrint ? QStringLiteral("</table>\n") : QStringLiteral("</tbody></table>\n");
+    out += forPrint ? QStringLiteral("</table>\n") : QStringLiteral("</tbody></table></div>\n");
     return out;
 }
 
@@ -102,7 +105,10 @@ th, td { border: 1px solid #c8c8c8; padding: 3px 8px; vertical-align: top; }
 th { background: #eeeeee; text-align: left; }
 th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.pass { background: #dcf0dc; }
+td.less { background: #fff1bf; }
 td.fail { background: #f6d5d5; }
+td.less, td.fail { white-space: normal; }
+.scroll { max-width: 100%; overflow-x: auto; }
 pre { background: #f5f5f5; border: 1px solid #e0e0e0; padding: 8px 10px; overflow-x: auto; font-size: 13px; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; }

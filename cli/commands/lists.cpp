@@ -102,12 +102,15 @@ void listEngines(CliContext& ctx)
     t.addColumn("fraction", Align::Right);
     t.addColumn("reserve", Align::Right);
     t.addColumn("block", Align::Right);
-    t.addColumn("source");
+    t.addColumn("version");
+    // The profiles' source notes (the engine files each rule is read from) are long citations
+    // for maintainers; they stay in profiles/engines/*.json.
     for (const EnginePolicy& e : p->engines)
         t.addRow({e.id, e.name, engineKindName(e.kind), e.memoryFraction > 0 ? fixed(e.memoryFraction, 2) : "computed",
-                  formatBytes(e.fixedReserve), std::to_string(e.blockTokens), e.source});
+                  formatBytes(e.fixedReserve), std::to_string(e.blockTokens), e.version});
     t.addRow({"--reserve SIZE", "Flat reserve", "flat", "-", "SIZE", "1", "usable = card total - SIZE"});
     t.print(std::cout);
+    std::cout << "\nEach rule's source (the engine's own files) is in profiles/engines/<id>.json.\n";
 }
 
 } // namespace

@@ -33,6 +33,7 @@ nlohmann::json verdictJsonObject(const Verdict& v)
             {"limit", fitLimitId(v.limit)},
             {"reason", v.reason},
             {"detail", v.detail},
+            {"cell", verdictCellText(v)},
             {"headline",
              {{"kind", headlineKindId(h.kind)},
               {"caption", headlineCaption(h)},

@@ -10,7 +10,7 @@ namespace headroom {
 /// The object planToJson() prints.
 nlohmann::json planJsonObject(const PlanResult& plan);
 
-/// The verdict as JSON: {state, limit, reason, detail, headline: {kind, caption, value, unit,
+/// The verdict as JSON: {state, limit, reason, detail, cell, headline: {kind, caption, value, unit,
 /// users, context_tokens}}; ids from verdict.h (fitStateId, fitLimitId).
 nlohmann::json verdictJsonObject(const Verdict& verdict);
 

@@ -64,7 +64,7 @@ ExportState exportStateFor(const Catalog& cat, const Selection& sel)
 
 } // namespace
 
-TEST_CASE("what-fits matrix shows the core's max context per card", "[models]")
+TEST_CASE("what-fits matrix shows the core's verdict per card", "[models]")
 {
     const Catalog cat = catalog();
     Selection sel = Selection::defaults();
@@ -80,18 +80,22 @@ TEST_CASE("what-fits matrix shows the core's max context per card", "[models]")
             const QModelIndex index = model->index(r, WhatFitsModel::FixedColumnCount + static_cast<int>(c));
             auto plan = planFor(cat, sel, row->modelId, row->formatId, sel.cardIds[c]);
             REQUIRE(plan);
-            CHECK(model->data(index, WhatFitsModel::RawRole).toULongLong() == plan->maxContext.value_or(0));
-            if (plan->maxContext.value_or(0) > 0)
-                CHECK(model->data(index).toString().toStdString() == formatThousands(*plan->maxContext));
+            CHECK(model->data(index, WhatFitsModel::RawRole).toULongLong() == plan->verdict.headline.value);
+            CHECK(model->data(index).toString().toStdString() == verdictCellText(plan->verdict));
+            if (plan->verdict.state == FitState::Fits)
+                CHECK(model->data(index).toString().toStdString() == formatThousands(plan->maxContext.value_or(0)));
+            else if (plan->verdict.state == FitState::FitsWithLess)
+                CHECK(model->data(index).toString().toStdString()
+                      == formatThousands(plan->maxContext.value_or(0)) + " (" + plan->verdict.detail + ")");
             else
-                CHECK(model->data(index).toString().startsWith(QStringLiteral("does not fit: weights ")));
+                CHECK(model->data(index).toString().startsWith(QStringLiteral("no: ")));
         }
     }
 
     // fp16 8B weights exceed the 8 GB card; int4-g128 fits on the 24 GB card for 4 users x 8,192.
     const QModelIndex fp16On8 = model->find(kDefaultModelId, "fp16", "rtx-4060");
     REQUIRE(fp16On8.isValid());
-    CHECK(model->data(fp16On8).toString() == QStringLiteral("does not fit: weights 14.96 > 7.01 GiB"));
+    CHECK(model->data(fp16On8).toString() == QStringLiteral("no: weights 14.96 > 7.01 GiB"));
     CHECK(model->data(fp16On8, WhatFitsModel::FitRole).toInt() == static_cast<int>(Fit::NoRoom));
     const QModelIndex int4On24 = model->find(kDefaultModelId, "int4-g128", "rtx-4090");
     CHECK(model->data(int4On24, WhatFitsModel::FitRole).toInt() == static_cast<int>(Fit::Reaches));

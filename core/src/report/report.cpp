@@ -146,8 +146,8 @@ json launchJson(const LaunchFlags& f)
 // FLOPs / peak). A ceiling on tokens/s from datasheet figures, replaced by measured speed.
 std::optional<json> rooflineJson(const PlanRequest& r, const PlanResult& p)
 {
-    if (r.card.bandwidthGBps <= 0 || !p.speed)
-        return std::nullopt;
+    if (r.card.bandwidthGBps <= 0 || !p.speed || !p.verdict.loads())
+        return std::nullopt; // speed only for what loads
     auto point = launchPoint(p);
     const std::uint64_t users = point ? point->users : 1;
     const std::uint64_t context = point ? point->contextTokens : 0;
@@ -165,7 +165,7 @@ std::optional<json> rooflineJson(const PlanRequest& r, const PlanResult& p)
     j["tokens_per_second_per_user_max"] = round3(e.perSequenceTokensPerSecond);
     j["tokens_per_second_total_max"] = round3(e.tokensPerSecond);
     j["bound"] = e.computeBound ? "compute" : "memory";
-    j["source"] = "roofline lower bound on the decode step (BRIEF §2, core/speed/roofline.h): max(bytes moved / "
+    j["source"] = "roofline lower bound on the decode step: max(bytes moved / "
                   "bandwidth, FLOPs / fp16 peak), card datasheet figures; probes measure the real step";
     return j;
 }

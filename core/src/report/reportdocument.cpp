@@ -1,6 +1,7 @@
 #include "headroom/core/report/reportdocument.h"
 
 #include "headroom/core/units.h"
+#include "headroom/core/verdict.h"
 
 #include "reportjson.h"
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace headroom::report {
@@ -197,12 +199,14 @@ Section inputsSection(const json& doc)
     s.heading = "Inputs";
     const json& in = doc["inputs"];
 
-    Table models = makeTable("Models", {"model", "name", "parameters", "source", "files hash"}, {false, false, true, false, false});
+    Table models = makeTable("Models", {"model", "name", "parameters", "read from", "files hash"}, {false, false, true, false, false});
     for (const json& m : in["models"]) {
+        // A built-in profile's provenance notes are for its maintainers; the report says what it is.
+        const bool builtIn = m["content_hash"].get<std::string>().empty();
         addRow(models, {m["id"].get<std::string>(), m["name"].get<std::string>(),
                         formatCount(m["parameters"].get<std::uint64_t>()) + " (" + m.value("parameters_source", std::string()) + ")",
-                        m["source"].get<std::string>(),
-                        m["content_hash"].get<std::string>().empty() ? std::string("built-in profile") : m["content_hash"].get<std::string>()});
+                        builtIn ? std::string("built-in profile") : m["source"].get<std::string>(),
+                        builtIn ? std::string(kDash) : m["content_hash"].get<std::string>()});
     }
     s.blocks.push_back(tableBlock(models));
 
@@ -237,9 +241,12 @@ Section inputsSection(const json& doc)
     return s;
 }
 
-// The what-fits cell: max context per user for the users asked, or why it does not fit.
+// The what-fits cell as core's verdict prints it (verdict.h verdictCellText); a report written
+// before the verdict existed falls back to its max context (or resident tokens).
 std::string matrixCell(const json& cell)
 {
+    if (cell.contains("verdict"))
+        return cell["verdict"]["cell"].get<std::string>();
     const bool fits = cell["fits"].get<bool>();
     if (!fits && cell["max_resident_tokens"].get<std::uint64_t>() == 0)
         return "no: weights " + bytesText(cell["weights_bytes"].get<std::uint64_t>()) + " > usable "
@@ -247,6 +254,32 @@ std::string matrixCell(const json& cell)
     if (cell.contains("max_context"))
         return thousands(cell["max_context"]) + (fits ? "" : " (no)");
     return thousands(cell["max_resident_tokens"]) + (fits ? "" : " (no)");
+}
+
+// The three states of a verdict as a cell status.
+CellStatus verdictStatus(const json& planOrCell)
+{
+    if (!planOrCell.contains("verdict"))
+        return planOrCell["fits"].get<bool>() ? CellStatus::Pass : CellStatus::Fail;
+    const std::string state = planOrCell["verdict"]["state"].get<std::string>();
+    return state == "fits" ? CellStatus::Pass : state == "does_not_fit" ? CellStatus::Fail : CellStatus::Less;
+}
+
+bool loads(const json& plan) { return verdictStatus(plan) != CellStatus::Fail; }
+
+// The question of the requests in words: "max context per user for 4 users, 8,192 tokens asked
+// each". Computed from the first request (a report asks one question of every cell), never from
+// a cell's figures.
+std::string questionCaption(const json& doc)
+{
+    const json& r = doc["inputs"]["requests"].at(0);
+    const std::optional<std::uint64_t> users = r.contains("users") ? std::optional(r["users"].get<std::uint64_t>()) : std::nullopt;
+    const std::optional<std::uint64_t> context
+        = r.contains("context_tokens") ? std::optional(r["context_tokens"].get<std::uint64_t>()) : std::nullopt;
+    std::string caption = headlineCaption(headlineKind(users, context), users.value_or(1), context.value_or(0));
+    if (users && context)
+        caption += ", " + formatThousands(*context) + " tokens asked each";
+    return caption;
 }
 
 Section whatFitsSection(const json& doc)
@@ -264,14 +297,9 @@ Section whatFitsSection(const json& doc)
         if (std::find(rowsKeys.begin(), rowsKeys.end(), key) == rowsKeys.end())
             rowsKeys.push_back(key);
     }
-    const json& first = cells.at(0);
-    const bool byContext = first.contains("max_context");
-    s.blocks.push_back(paragraph(
-        byContext ? "Each cell: the largest context per user, in tokens, for " + thousands(first["users"])
-                        + " concurrent users; \"(no)\" when the " + thousands(first["context_tokens"])
-                        + " tokens asked for do not fit."
-                  : std::string("Each cell: the most tokens the KV cache holds (all users together); \"(no)\" when the "
-                                "context asked for does not fit.")));
+    s.blocks.push_back(paragraph("Each cell: the " + questionCaption(doc)
+                                 + ". A number alone fits as asked (green); \"N (limit)\" fits with less, the binding limit "
+                                   "named (yellow); \"no: why\" does not fit (red)."));
     std::vector<std::string> header{"model", "weights", "weights size"};
     std::vector<bool> numeric{false, false, true};
     for (const std::string& c : cards) {
@@ -288,7 +316,7 @@ Section whatFitsSection(const json& doc)
             for (const json& c : cells) {
                 if (c["model"] == model && c["weights_format"] == format && c["card"] == card) {
                     text = matrixCell(c);
-                    st = c["fits"].get<bool>() ? CellStatus::Pass : CellStatus::Fail;
+                    st = verdictStatus(c);
                     row[2] = bytesText(c["weights_bytes"].get<std::uint64_t>());
                     break;
                 }
@@ -310,7 +338,7 @@ std::uint64_t sumItems(const json& items)
     return total;
 }
 
-Section memorySection(const json& doc)
+Section memorySection(const json& doc, const std::vector<const json*>& detailed)
 {
     Section s;
     s.heading = "Memory";
@@ -319,7 +347,8 @@ Section memorySection(const json& doc)
     c.title = "Memory of each card, per device (GiB)";
     c.xLabel = "GiB (2^30 bytes)";
     c.segmentNames = {"weights", "runtime and activations", "KV cache budget", "kept free by the engine"};
-    for (const json& p : doc["plans"]) {
+    for (const json* pp : detailed) {
+        const json& p = *pp;
         const double gib = static_cast<double>(kGiB);
         const std::uint64_t weights = p["weights_bytes"].get<std::uint64_t>();
         const std::uint64_t over = sumItems(p["overheads"]);
@@ -346,7 +375,7 @@ Section memorySection(const json& doc)
     return s;
 }
 
-Section frontierSection(const json& doc)
+Section frontierSection(const std::vector<const json*>& detailed)
 {
     Section s;
     s.heading = "Context x concurrency frontier";
@@ -356,7 +385,10 @@ Section frontierSection(const json& doc)
     // One chart per (model, format, kv, engine), one line per card.
     std::vector<std::string> groups;
     std::map<std::string, std::vector<const json*>> byGroup;
-    for (const json& p : doc["plans"]) {
+    for (const json* pp : detailed) {
+        const json& p = *pp;
+        if (!loads(p))
+            continue;
         const std::string g = p["model"].get<std::string>() + " · " + p["weights_format"].get<std::string>() + " · "
             + p["kv_dtype"].get<std::string>() + " KV · " + p["engine"].get<std::string>();
         if (!byGroup.count(g))
@@ -414,13 +446,14 @@ Section frontierSection(const json& doc)
     return s;
 }
 
-std::optional<Section> speedSection(const json& doc)
+std::optional<Section> speedSection(const std::vector<const json*>& detailed)
 {
     Table t = makeTable("", {"plan", "users x context", "bytes per step", "step floor", "tokens/s per user", "tokens/s total", "bound"},
                         {false, true, true, true, true, true, false});
     std::string source;
-    for (const json& p : doc["plans"]) {
-        if (!p.contains("roofline"))
+    for (const json* pp : detailed) {
+        const json& p = *pp;
+        if (!p.contains("roofline") || !loads(p))
             continue;
         const json& r = p["roofline"];
         source = r["source"].get<std::string>();
@@ -434,8 +467,8 @@ std::optional<Section> speedSection(const json& doc)
     Section s;
     s.heading = "Speed ceiling (roofline)";
     s.blocks.push_back(paragraph("Decode is memory-bound: each step streams the weights and every resident KV cache. "
-                                 "At the launch point of each plan (all caches full), no step can be faster than this. "
-                                 "Source: " + source + "."));
+                                 "At the launch point of each plan that loads (all caches full), no step can be faster than "
+                                 "this. Source: " + source + "."));
     s.blocks.push_back(tableBlock(t));
     return s;
 }
@@ -551,7 +584,7 @@ Section planSection(const json& p)
     s.level = 3;
     s.heading = planLabel(p) + " (" + p["engine"].get<std::string>() + ")";
     std::string reason = p["reason"].get<std::string>();
-    if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0)
+    if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0 && reason.rfind("fits with less", 0) != 0)
         reason = (p["fits"].get<bool>() ? "fits: " : "does not fit: ") + reason;
     reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
     s.blocks.push_back(paragraph(reason));
@@ -583,8 +616,19 @@ Section planSection(const json& p)
     if (p.contains("max_concurrency"))
         addRow(cap, {"vLLM maximum concurrency at " + thousands(p["context_tokens"]) + " tokens",
                      number(p["max_concurrency"].get<double>()) + "x"});
-    addRow(cap, {"fits", p["fits"].get<bool>() ? "yes" : "no"},
-           {CellStatus::Plain, p["fits"].get<bool>() ? CellStatus::Pass : CellStatus::Fail});
+    if (p.contains("verdict")) {
+        const json& v = p["verdict"];
+        const CellStatus st = verdictStatus(p);
+        addRow(cap, {"verdict", st == CellStatus::Pass ? "fits" : st == CellStatus::Fail ? "does not fit" : "fits with less"},
+               {CellStatus::Plain, st});
+        if (v["limit"].get<std::string>() != "none")
+            addRow(cap, {st == CellStatus::Fail ? "why" : "binding limit", v["detail"].get<std::string>()});
+        if (st != CellStatus::Fail)
+            addRow(cap, {v["headline"]["caption"].get<std::string>(), thousands(v["headline"]["value"])});
+    } else {
+        addRow(cap, {"fits", p["fits"].get<bool>() ? "yes" : "no"},
+               {CellStatus::Plain, p["fits"].get<bool>() ? CellStatus::Pass : CellStatus::Fail});
+    }
     s.blocks.push_back(tableBlock(cap));
 
     if (p.contains("launch")) {
@@ -607,6 +651,36 @@ Section planSection(const json& p)
     return s;
 }
 
+// The plans shown in detail: all of a small report; of a large one (a whole matrix), per card the
+// first plan that fits as asked, else the first that loads, else the first.
+std::vector<const json*> detailedPlans(const json& doc)
+{
+    constexpr std::size_t kAllUpTo = 6;
+    std::vector<const json*> out;
+    const json& plans = doc["plans"];
+    if (plans.size() <= kAllUpTo) {
+        for (const json& p : plans)
+            out.push_back(&p);
+        return out;
+    }
+    std::vector<std::string> cards;
+    for (const json& p : plans)
+        if (std::find(cards.begin(), cards.end(), p["card"].get<std::string>()) == cards.end())
+            cards.push_back(p["card"].get<std::string>());
+    for (const std::string& card : cards) {
+        const json* chosen = nullptr;
+        for (int pass = 0; pass < 3 && !chosen; ++pass)
+            for (const json& p : plans)
+                if (p["card"] == card && (pass == 2 || (pass == 0 ? verdictStatus(p) == CellStatus::Pass : loads(p)))) {
+                    chosen = &p;
+                    break;
+                }
+        if (chosen && std::find(out.begin(), out.end(), chosen) == out.end())
+            out.push_back(chosen);
+    }
+    return out;
+}
+
 tl::expected<Document, ReportError> layout(const json& doc)
 {
     Document d;
@@ -617,21 +691,26 @@ tl::expected<Document, ReportError> layout(const json& doc)
     d.meta = "Headroom " + doc["tool"]["version"].get<std::string>() + " · created " + doc["created_utc"].get<std::string>()
         + " · report schema " + std::to_string(doc["schema_version"].get<int>());
 
+    const std::vector<const json*> detailed = detailedPlans(doc);
+    const bool all = detailed.size() == doc["plans"].size();
     d.sections.push_back(whatFitsSection(doc));
-    d.sections.push_back(memorySection(doc));
-    d.sections.push_back(frontierSection(doc));
+    d.sections.push_back(memorySection(doc, detailed));
+    d.sections.push_back(frontierSection(detailed));
     if (doc.contains("probes"))
         d.sections.push_back(probesSection(doc["probes"]));
     if (doc.contains("speed"))
         d.sections.push_back(measuredSpeedSection(doc["speed"]));
-    if (auto speed = speedSection(doc))
+    if (auto speed = speedSection(detailed))
         d.sections.push_back(*speed);
     Section plans;
     plans.heading = "Plans";
-    plans.blocks.push_back(paragraph("Each plan: the bill, the capacity, and the engine's launch flags for it."));
+    plans.blocks.push_back(paragraph(all ? std::string("Each plan: the bill, the capacity, and the engine's launch flags for it.")
+                                         : "Of the " + std::to_string(doc["plans"].size()) + " plans, in detail: on each card "
+                                           "the first that fits as asked (else the first that loads); the memory, frontier "
+                                           "and speed sections above show the same ones. Every plan is in the JSON report."));
     d.sections.push_back(plans);
-    for (const json& p : doc["plans"])
-        d.sections.push_back(planSection(p));
+    for (const json* p : detailed)
+        d.sections.push_back(planSection(*p));
     d.sections.push_back(inputsSection(doc));
     return d;
 }
@@ -728,7 +807,8 @@ std::string renderMarkdown(const Document& d)
                     for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
                         std::string cell = mdCell(t.rows[r][c]);
                         if (r < t.status.size() && c < t.status[r].size() && t.status[r][c] == CellStatus::Fail
-                            && cell.find("(no)") == std::string::npos && cell.rfind("no", 0) != 0 && cell != "FAIL")
+                            && cell.find("(no)") == std::string::npos && cell.rfind("no", 0) != 0 && cell != "FAIL"
+                            && cell.rfind("does not fit", 0) != 0)
                             cell += " (no)";
                         out += " " + cell + " |";
                     }

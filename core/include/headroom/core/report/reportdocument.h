@@ -18,6 +18,7 @@ namespace headroom::report {
 enum class CellStatus {
     Plain, ///< no judgement
     Pass,  ///< fits / probe passed (green in HTML/PDF, "yes" in text)
+    Less,  ///< fits with less than asked, or partially offloaded (yellow); the cell names the limit
     Fail,  ///< does not fit / probe failed (red)
 };
 

@@ -1,0 +1,212 @@
+// "Faces agree": for seeded random requests (model, format, KV dtype, card, engine, context,
+// users), the app's what-fits model, `headroom-cli plan --json`, `table --json` and the JSON
+// report give the same verdict, binding limit and headline number: each face prints core's
+// verdict (verdict.h) and computes none of its own.
+
+#include "apptestutils.h"
+#include "whatfitsmodel.h"
+
+#include "headroom/core/planjson.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+
+using namespace headroom;
+using namespace headroom::app;
+
+namespace {
+
+QString cli() { return QStringLiteral(HEADROOM_BINARY_DIR "/bin/headroom-cli"); }
+
+struct Answer {
+    bool ok = false;
+    std::string state;
+    std::string limit;
+    quint64 headline = 0;
+};
+
+std::string toString(const Answer& a)
+{
+    return a.ok ? a.state + " / " + a.limit + " / " + std::to_string(a.headline) : std::string("error");
+}
+
+bool operator==(const Answer& a, const Answer& b)
+{
+    return a.ok == b.ok && (!a.ok || (a.state == b.state && a.limit == b.limit && a.headline == b.headline));
+}
+
+Answer fromVerdict(const QJsonObject& v)
+{
+    return {true, v.value("state").toString().toStdString(), v.value("limit").toString().toStdString(),
+            static_cast<quint64>(v.value("headline").toObject().value("value").toDouble())};
+}
+
+// Runs the CLI; nullopt on a non-zero exit.
+std::optional<QJsonDocument> runCli(const QStringList& args)
+{
+    QProcess p;
+    p.start(cli(), args);
+    if (!p.waitForFinished(30000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+        return std::nullopt;
+    return QJsonDocument::fromJson(p.readAllStandardOutput());
+}
+
+const std::string& stateId(Fit fit)
+{
+    static const std::map<Fit, std::string> ids{{Fit::Reaches, "fits"}, {Fit::Short, "fits_with_less"},
+                                                 {Fit::NoRoom, "does_not_fit"}, {Fit::Error, "error"}};
+    return ids.at(fit);
+}
+
+struct Group {
+    std::string model, kv, engine;
+    std::uint64_t context = 0, users = 0;
+    std::vector<std::string> formats, cards;
+};
+
+QStringList common(const Group& g)
+{
+    return {"--kv-dtype", QString::fromStdString(g.kv), "--engine", QString::fromStdString(g.engine), "--context",
+            QString::number(g.context), "--users", QString::number(g.users), "--json"};
+}
+
+template <typename T> const T& pick(std::mt19937& rng, const std::vector<T>& v)
+{
+    return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
+}
+
+} // namespace
+
+TEST_CASE("faces agree: app, plan --json, table --json and the JSON report give one verdict", "[facesagree]")
+{
+    const std::vector<std::string> models{"llama-3.1-8b", "qwen2.5-7b", "llama-2-7b", "llama-2-13b", "qwen2.5-0.5b",
+                                          "mistral-7b-v0.1", "phi-3-mini-4k"};
+    const std::vector<std::string> formats{"fp16", "bf16", "fp8", "int8-row", "int4-g128", "awq-g128", "nf4-b64", "q8_0", "q4_k", "q2_k"};
+    const std::vector<std::string> kvs{"fp16", "bf16", "fp8", "q8_0", "q4_0"};
+    const std::vector<std::string> cards{"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090", "a100-80gb", "l4", "rtx-3060-12gb", "12GiB", "48GiB"};
+    const std::vector<std::string> engines{"vllm", "llama.cpp", "sglang", "tgi", "tensorrt-llm", "ollama"};
+    const std::vector<std::uint64_t> contexts{512, 2048, 4096, 8192, 32768, 131072, 200000};
+    const std::vector<std::uint64_t> users{1, 2, 4, 16, 64, 300};
+
+    Catalog catalog = test::catalog();
+    std::vector<std::string> knownModels;
+    for (const std::string& m : models)
+        if (catalog.findModel(m))
+            knownModels.push_back(m);
+    REQUIRE(knownModels.size() >= 5);
+    for (const std::string& c : cards)
+        if (!catalog.findCard(c))
+            REQUIRE(catalog.addSizedCard(c));
+
+    std::mt19937 rng(20261201u);
+    int requests = 0;
+    int disagreements = 0;
+    std::map<std::string, int> states;
+    constexpr int kGroups = 40;
+    constexpr int kPerGroup = 5; // one (format, card) request per pair; table and report hold the cross product
+    for (int gi = 0; gi < kGroups; ++gi) {
+        Group g{pick(rng, knownModels), pick(rng, kvs), pick(rng, engines), pick(rng, contexts), pick(rng, users), {}, {}};
+        std::vector<std::pair<std::string, std::string>> pairs;
+        for (int k = 0; k < kPerGroup; ++k) {
+            const std::string f = pick(rng, formats);
+            const std::string c = pick(rng, cards);
+            pairs.emplace_back(f, c);
+            if (std::find(g.formats.begin(), g.formats.end(), f) == g.formats.end())
+                g.formats.push_back(f);
+            if (std::find(g.cards.begin(), g.cards.end(), c) == g.cards.end())
+                g.cards.push_back(c);
+        }
+        INFO("group " << gi << ": " << g.model << ", " << g.kv << " KV, " << g.engine << ", " << g.users << " users x " << g.context);
+
+        // The app: its selection and its what-fits model.
+        Selection s = Selection::defaults();
+        s.modelId = g.model;
+        s.kvDtypeId = g.kv;
+        s.engineId = g.engine;
+        s.contextTokens = g.context;
+        s.users = g.users;
+        s.cardIds = g.cards;
+        s.ubatchTokens = catalog.findEngine(g.engine)->ubatchTokens;
+        std::vector<MatrixRow> rows;
+        for (const std::string& f : g.formats) {
+            MatrixRow row{g.model, f, f, {}};
+            for (const std::string& c : g.cards)
+                row.cells.push_back(planFor(catalog, s, g.model, f, c));
+            rows.push_back(std::move(row));
+        }
+        WhatFitsModel matrix;
+        std::vector<QString> labels(g.cards.size());
+        matrix.setMatrix(rows, g.cards, labels, g.context);
+        const auto appAnswer = [&](const std::string& f, const std::string& c) {
+            const QModelIndex i = matrix.find(g.model, f, c);
+            const PlanResult* p = matrix.plan(i);
+            if (!p)
+                return Answer{};
+            // What the view shows, and that it is the verdict's own.
+            CHECK(matrix.data(i).toString().toStdString() == verdictCellText(p->verdict));
+            return Answer{true, stateId(static_cast<Fit>(matrix.data(i, WhatFitsModel::FitRole).toInt())),
+                          fitLimitId(p->verdict.limit), matrix.data(i, WhatFitsModel::RawRole).toULongLong()};
+        };
+
+        // table --json and report -f json over the group's cross product.
+        QStringList matrixArgs{"-m", QString::fromStdString(g.model), "-w"};
+        for (const std::string& f : g.formats)
+            matrixArgs << QString::fromStdString(f);
+        matrixArgs << "-c";
+        for (const std::string& c : g.cards)
+            matrixArgs << QString::fromStdString(c);
+        matrixArgs << common(g);
+        const auto table = runCli(QStringList{"table"} + matrixArgs);
+        QStringList reportArgs = QStringList{"report"} + matrixArgs;
+        reportArgs.removeAll("--json");
+        reportArgs << "-f" << "json";
+        const auto report = runCli(reportArgs);
+        const auto cellOf = [](const QJsonArray& cells, const std::string& f, const std::string& c, const char* verdictKey) {
+            for (const QJsonValue& v : cells) {
+                const QJsonObject o = v.toObject();
+                if (o.value("weights_format").toString().toStdString() == f && o.value("card").toString().toStdString() == c)
+                    return fromVerdict(o.value(verdictKey).toObject());
+            }
+            return Answer{};
+        };
+
+        for (const std::string& f : g.formats)
+            for (const std::string& c : g.cards) {
+                const Answer app = appAnswer(f, c);
+                const Answer fromTable = table ? cellOf(table->array(), f, c, "verdict") : Answer{};
+                const Answer fromReport = report ? cellOf(report->object().value("what_fits").toArray(), f, c, "verdict") : Answer{};
+                INFO(f << " on " << c << ": app " << toString(app) << ", table " << toString(fromTable) << ", report "
+                       << toString(fromReport));
+                CHECK(app == fromTable);
+                CHECK(app == fromReport);
+                disagreements += !(app == fromTable) + !(app == fromReport);
+            }
+        for (const auto& [f, c] : pairs) {
+            const auto plan = runCli(QStringList{"plan", "-m", QString::fromStdString(g.model), "-w", QString::fromStdString(f), "-c",
+                                                 QString::fromStdString(c)}
+                                     + common(g));
+            const Answer fromPlan = plan ? fromVerdict(plan->object().value("verdict").toObject()) : Answer{};
+            const Answer app = appAnswer(f, c);
+            INFO(f << " on " << c << ": app " << toString(app) << ", plan " << toString(fromPlan));
+            CHECK(app == fromPlan);
+            disagreements += !(app == fromPlan);
+            ++requests;
+            ++states[app.ok ? app.state : "error"];
+        }
+    }
+    CHECK(requests >= 200);
+    CHECK(disagreements == 0);
+    // The sample covers every state of the verdict.
+    CHECK(states["fits"] > 0);
+    CHECK(states["fits_with_less"] > 0);
+    CHECK(states["does_not_fit"] > 0);
+    UNSCOPED_INFO("states: fits " << states["fits"] << ", fits with less " << states["fits_with_less"] << ", does not fit "
+                                  << states["does_not_fit"] << ", errors " << states["error"]);
+}
