@@ -29,8 +29,8 @@ struct Selection {
     std::string kvDtypeId;
     std::string engineId;
     std::vector<std::string> cardIds;
-    std::uint64_t contextTokens = 8192;
-    std::uint64_t users = 4;
+    std::uint64_t contextTokens = kDefaultContextTokens; ///< the same question as every face (verdict.h)
+    std::uint64_t users = kDefaultUsers;
     std::uint64_t ubatchTokens = 512;
     MatrixMode mode = MatrixMode::Formats;
 

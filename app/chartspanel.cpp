@@ -259,7 +259,7 @@ void ChartsPanel::rebuild()
     fx->setBase(2);
     fy->setBase(10);
     styleAxis(fx, QStringLiteral("users"));
-    styleAxis(fy, QStringLiteral("max context per user (tokens)"));
+    styleAxis(fy, QStringLiteral("context per user (tokens)"));
     fx->setLabelFormat(QStringLiteral("%.0f"));
     fy->setLabelFormat(QStringLiteral("%.0f"));
     frontier->addAxis(fx, Qt::AlignBottom);

@@ -8,6 +8,7 @@
 
 #include "headroom/core/planjson.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -209,4 +210,23 @@ TEST_CASE("faces agree: app, plan --json, table --json and the JSON report give 
     CHECK(states["does_not_fit"] > 0);
     UNSCOPED_INFO("states: fits " << states["fits"] << ", fits with less " << states["fits_with_less"] << ", does not fit "
                                   << states["does_not_fit"] << ", errors " << states["error"]);
+}
+
+TEST_CASE("scripts/run.sh without a display prints the matrix the app opens on", "[facesagree]")
+{
+    QFile script(QStringLiteral(HEADROOM_SOURCE_DIR "/scripts/run.sh"));
+    REQUIRE(script.open(QIODevice::ReadOnly));
+    QString formats;
+    for (const QString& line : QString::fromUtf8(script.readAll()).split(QLatin1Char('\n')))
+        if (line.startsWith(QStringLiteral("formats=\"")))
+            formats = line.mid(9).chopped(1);
+    QStringList app;
+    for (const std::string& f : matrixFormatIds())
+        app << QString::fromStdString(f);
+    CHECK(formats == app.join(QLatin1Char(' ')));
+    const Selection s = Selection::defaults();
+    CHECK(s.users == kDefaultUsers);
+    CHECK(s.contextTokens == kDefaultContextTokens);
+    CHECK(s.modelId == "llama-3.1-8b");
+    CHECK(s.cardIds == std::vector<std::string>{"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090"});
 }
