@@ -41,7 +41,14 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
                     return parseCount(s) ? std::string() : "expected a parameter count such as 7e9 or 7B, got '" + s + "'";
                 }, "COUNT"));
     cmd->add_option("--kv-dtype", o.kvDtype, "KV cache dtype: fp16, bf16, fp32, fp8, q8_0, q4_0, ...")->capture_default_str();
-    auto* engine = cmd->add_option("--engine,-e", o.engine, "Engine policy: vllm, llama.cpp, sglang, tgi, tensorrt-llm, ollama");
+    auto* engine = cmd->add_option("--engine,-e", o.engine,
+                                   "Engine policy: vllm, llama.cpp, sglang, tgi, tensorrt-llm, ollama; NAME@VERSION "
+                                   "(vllm@0.6) applies that release's rules, the bare name the current release's");
+    cmd->add_option("--set", o.settings,
+                    "An engine setting as the engine spells it, KEY=VALUE (max-model-len=8192, gpu-memory-utilization=0.85, "
+                    "ctx-size=16384); repeatable; `headroom-cli engines` lists each engine's keys")
+        ->expected(1)
+        ->take_all();
     auto* reserve = cmd->add_option("--reserve", o.reserve, "Flat reserve: usable = card total - SIZE")->check(sizeValidator());
     engine->excludes(reserve);
     cmd->add_option("--calibration", o.calibration,
@@ -105,6 +112,15 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
     auto kv = resolveKvDtype(o.kvDtype);
     if (!kv)
         return tl::unexpected(kv.error());
+    std::vector<EngineSetting> settings;
+    for (const std::string& arg : o.settings) {
+        auto s = parseSettingArgument(arg);
+        if (!s)
+            return tl::unexpected(s.error());
+        settings.push_back(std::move(*s));
+    }
+    if (!settings.empty() && engine.kind == EngineKind::Flat)
+        return tl::unexpected(std::string("--set: the flat reserve (--reserve) has no engine settings; choose --engine"));
 
     std::vector<PlanRequest> out;
     for (const std::string& m : models) {
@@ -138,7 +154,14 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r.flashAttention = o.flashOn;
                 if (!o.params.empty())
                     r.nominalParameters = parseCount(o.params);
-                auto calibrated = applyCalibration(o, withQuestionDefaults(std::move(r)));
+                r.engineSettings = settings;
+                // The engine's own settings may ask the question (max-model-len, -np): then only
+                // the users default applies, and the engine derives the context.
+                if (settings.empty())
+                    r = withQuestionDefaults(std::move(r));
+                else if (!r.users && !r.contextTokens)
+                    r.users = kDefaultUsers;
+                auto calibrated = applyCalibration(o, std::move(r));
                 if (!calibrated)
                     return tl::unexpected(calibrated.error());
                 out.push_back(std::move(*calibrated));

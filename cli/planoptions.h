@@ -31,6 +31,7 @@ struct PlanOptions {
     bool flashOff = false;  ///< --no-flash-attention
     bool json = false;
     std::string calibration; ///< --calibration FILE (`headroom-cli log -o`); "none" turns the saved one off
+    std::vector<std::string> settings; ///< --set KEY=VALUE, the engine's own settings
 };
 
 /// Registers the options on @p cmd; @p multi makes --model/--weights/--card take several values.

@@ -4,10 +4,12 @@
 #include "texttable.h"
 
 #include "headroom/core/enginepolicy.h"
+#include "headroom/core/engines/engine.h"
 #include "headroom/core/kvcache.h"
 #include "headroom/core/parameters.h"
 #include "headroom/core/weightformat.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -102,15 +104,42 @@ void listEngines(CliContext& ctx)
     t.addColumn("fraction", Align::Right);
     t.addColumn("reserve", Align::Right);
     t.addColumn("block", Align::Right);
-    t.addColumn("version");
+    t.addColumn("versions");
     // The profiles' source notes (the engine files each rule is read from) are long citations
     // for maintainers; they stay in profiles/engines/*.json.
-    for (const EnginePolicy& e : p->engines)
+    for (const EnginePolicy& e : p->engines) {
+        const std::string versions = e.versionFrom.empty() && e.versionUntil.empty()
+            ? e.version
+            : (e.versionFrom.empty() ? "..." : e.versionFrom) + " to " + (e.versionUntil.empty() ? "current" : "<" + e.versionUntil);
         t.addRow({e.id, e.name, engineKindName(e.kind), e.memoryFraction > 0 ? fixed(e.memoryFraction, 2) : "computed",
-                  formatBytes(e.fixedReserve), std::to_string(e.blockTokens), e.version});
-    t.addRow({"--reserve SIZE", "Flat reserve", "flat", "-", "SIZE", "1", "usable = card total - SIZE"});
+                  formatBytes(e.fixedReserve), std::to_string(e.blockTokens), versions});
+    }
+    t.addRow({"--reserve SIZE", "Flat reserve", "flat", "-", "SIZE", "1", "-"});
     t.print(std::cout);
     std::cout << "\nEach rule's source (the engine's own files) is in profiles/engines/<id>.json.\n";
+    // Each engine's own settings (--set KEY=VALUE), once per kind.
+    std::vector<EngineKind> seen;
+    for (const EnginePolicy& e : p->engines) {
+        if (std::find(seen.begin(), seen.end(), e.kind) != seen.end())
+            continue;
+        seen.push_back(e.kind);
+        std::cout << "\n" << engineKindName(e.kind) << " settings (--set KEY=VALUE):\n";
+        for (const SettingSpec& spec : engineFor(e.kind).settings()) {
+            std::string aliases;
+            for (const std::string& a : spec.aliases)
+                aliases += (aliases.empty() ? " (" : ", ") + a;
+            if (!aliases.empty())
+                aliases += ")";
+            std::cout << "  " << spec.key << aliases << ": " << settingTypeDescription(spec.type);
+            if (spec.type == SettingType::Choice) {
+                for (std::size_t i = 0; i < spec.choices.size(); ++i)
+                    std::cout << (i ? "|" : " ") << spec.choices[i];
+            }
+            const auto profiled = e.settingDefaults.find(spec.key);
+            const std::string def = profiled != e.settingDefaults.end() ? profiled->second : spec.defaultValue;
+            std::cout << (def.empty() ? "" : ", default " + def) << "; " << spec.help << '\n';
+        }
+    }
 }
 
 } // namespace

@@ -57,8 +57,17 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
     out << '\n';
     out << "Card      " << p.cardId << (r.card.name.empty() || r.card.anonymous ? "" : " (" + r.card.name + ")") << ", "
         << formatBytes(p.cardTotalBytes) << " total\n";
-    out << "Engine    " << r.engine.name << (p.tensorParallel > 1 ? ", TP " + std::to_string(p.tensorParallel) : "")
-        << (p.pipelineParallel > 1 ? ", PP " + std::to_string(p.pipelineParallel) : "") << "\n\n";
+    out << "Engine    " << r.engine.name << " " << p.engineVersion
+        << (p.tensorParallel > 1 ? ", TP " + std::to_string(p.tensorParallel) : "")
+        << (p.pipelineParallel > 1 ? ", PP " + std::to_string(p.pipelineParallel) : "") << '\n';
+    if (!p.engineSettings.empty()) {
+        out << "Settings  ";
+        for (std::size_t i = 0; i < p.engineSettings.size(); ++i)
+            out << (i ? " " : "") << p.engineSettings[i].key << '=' << p.engineSettings[i].text
+                << (p.engineSettings[i].given ? "" : "*");
+        out << "\n          (* the version's default or derived from the options)\n";
+    }
+    out << '\n';
     printBill(p, out);
     out << '\n';
     TextTable cap;
@@ -84,6 +93,8 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         cap.addRow({headlineCaption(v.headline), formatThousands(v.headline.value)});
     cap.print(out, "  ");
     out << "  " << v.reason << '\n';
+    for (const EngineFigure& f : p.engineFigures)
+        out << "  " << r.engine.name << " would print: " << f.printed << '\n';
     for (const std::string& n : p.notes)
         out << "  note: " << n << '\n';
     for (const std::string& w : r.model.warnings)

@@ -1,7 +1,10 @@
 #include "headroom/core/enginepolicy.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <utility>
+#include <vector>
 
 namespace headroom {
 
@@ -61,6 +64,68 @@ EnginePolicy flatReservePolicy(Bytes reserve)
     policy.fragmentationFraction = 0;
     policy.source = "built in: usable = card total - " + formatBytes(reserve) + " (BRIEF §1.4 flat reserve)";
     return policy;
+}
+
+namespace {
+
+// "v0.6.4" -> {"0", "6", "4"}; "0.8.0rc1" -> {"0", "8", "0rc1"}.
+std::vector<std::string> versionParts(const std::string& text)
+{
+    std::string t = text;
+    if (!t.empty() && (t[0] == 'v' || t[0] == 'V'))
+        t.erase(0, 1);
+    std::vector<std::string> parts;
+    std::string part;
+    for (char c : t) {
+        if (c == '.') {
+            parts.push_back(part);
+            part.clear();
+        } else {
+            part += c;
+        }
+    }
+    parts.push_back(part);
+    return parts;
+}
+
+bool allDigits(const std::string& s)
+{
+    if (s.empty() || s.size() > 9)
+        return false;
+    for (char c : s)
+        if (!std::isdigit(static_cast<unsigned char>(c)))
+            return false;
+    return true;
+}
+
+} // namespace
+
+int compareVersions(const std::string& a, const std::string& b)
+{
+    const std::vector<std::string> pa = versionParts(a);
+    const std::vector<std::string> pb = versionParts(b);
+    for (std::size_t i = 0; i < std::max(pa.size(), pb.size()); ++i) {
+        const std::string x = i < pa.size() ? pa[i] : "0";
+        const std::string y = i < pb.size() ? pb[i] : "0";
+        if (allDigits(x) && allDigits(y)) {
+            const long vx = std::stol(x);
+            const long vy = std::stol(y);
+            if (vx != vy)
+                return vx < vy ? -1 : 1;
+        } else if (x != y) {
+            return x < y ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+bool coversVersion(const EnginePolicy& policy, const std::string& version)
+{
+    if (!policy.versionFrom.empty() && compareVersions(version, policy.versionFrom) < 0)
+        return false;
+    if (!policy.versionUntil.empty() && compareVersions(version, policy.versionUntil) >= 0)
+        return false;
+    return true;
 }
 
 } // namespace headroom

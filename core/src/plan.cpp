@@ -1,5 +1,6 @@
 #include "headroom/core/plan.h"
 
+#include "headroom/core/engines/engine.h"
 #include "headroom/core/enginerules.h"
 #include "headroom/core/parameters.h"
 
@@ -54,23 +55,6 @@ DeviceWeights busiestDevice(const Architecture& arch, const WeightFormat& format
     return out;
 }
 
-OverheadItem item(const char* name, Bytes bytes, std::string note)
-{
-    return OverheadItem{name, bytes, std::move(note)};
-}
-
-Bytes fraction(Bytes total, double f)
-{
-    return Bytes{static_cast<std::uint64_t>(std::floor(static_cast<double>(total.value) * f))};
-}
-
-std::string percent(double f)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g%%", f * 100);
-    return buf;
-}
-
 class Planner {
 public:
     explicit Planner(const PlanRequest& r) : m_r(r) {}
@@ -90,10 +74,36 @@ public:
         if (m_r.pipelineParallel > m_arch.layers)
             return tl::unexpected("--pp " + std::to_string(m_r.pipelineParallel) + " exceeds the "
                                   + std::to_string(m_arch.layers) + " layers");
+        const Engine& engine = engineFor(m_r.engine.kind);
+        auto settings = parseEngineSettings(engine.settings(), m_r.engine.settingDefaults, m_r.engineSettings,
+                                            m_r.engine.name + " " + appliedEngineVersion(m_r.engine));
+        if (!settings)
+            return tl::unexpected(settings.error());
+        m_settings = std::move(*settings);
+        auto setup = engine.configure(m_r, m_settings);
+        if (!setup)
+            return tl::unexpected(setup.error());
+        m_setup = std::move(*setup);
+        if (m_setup.tensorParallel != m_r.tensorParallel || m_setup.pipelineParallel != m_r.pipelineParallel) {
+            if (m_arch.attentionHeads % m_setup.tensorParallel != 0)
+                return tl::unexpected("tensor-parallel-size " + std::to_string(m_setup.tensorParallel) + " does not divide the "
+                                      + std::to_string(m_arch.attentionHeads) + " attention heads");
+            if (m_setup.pipelineParallel > m_arch.layers)
+                return tl::unexpected("pipeline-parallel-size " + std::to_string(m_setup.pipelineParallel) + " exceeds the "
+                                      + std::to_string(m_arch.layers) + " layers");
+        }
+        m_kvDtype = m_r.kvDtype;
+        if (m_setup.kvDtypeId != m_r.kvDtype.id) {
+            const std::optional<KvDtype> kv = findKvDtype(m_setup.kvDtypeId);
+            if (!kv)
+                return tl::unexpected(m_r.engine.name + ": unknown KV dtype '" + m_setup.kvDtypeId + "'");
+            m_kvDtype = *kv;
+        }
         fillInputs();
         priceWeights();
         priceKv();
-        applyEngine();
+        m_out.refusals = engine.compatibility(m_r, m_setup);
+        applyBill(engine);
         computeCapacity();
         if (!m_r.measured.source.empty())
             m_out.notes.push_back(m_r.measured.source);
@@ -103,33 +113,27 @@ public:
 private:
     void fillInputs()
     {
-        const EnginePolicy& e = m_r.engine;
         m_out.modelId = m_r.model.id;
         m_out.formatId = m_r.format.id;
-        m_out.kvDtypeId = m_r.kvDtype.id;
+        m_out.kvDtypeId = m_kvDtype.id;
         m_out.cardId = m_r.card.id;
-        m_out.engineId = e.id;
-        m_out.tensorParallel = m_r.tensorParallel;
-        m_out.pipelineParallel = m_r.pipelineParallel;
+        m_out.engineId = m_r.engine.id;
+        m_out.engineVersion = appliedEngineVersion(m_r.engine);
+        m_out.tensorParallel = m_setup.tensorParallel;
+        m_out.pipelineParallel = m_setup.pipelineParallel;
         m_out.cardTotalBytes = m_r.card.totalBytes;
-        m_out.flashAttention = m_r.flashAttention.value_or(e.flashAttention);
-        m_out.ubatchTokens = m_r.ubatchTokens.value_or(e.ubatchTokens);
-        m_out.paging.blockTokens = std::max<std::uint64_t>(e.blockTokens, 1);
-        m_out.paging.cellPadding = std::max<std::uint64_t>(m_out.flashAttention ? e.cellPaddingFlash : e.cellPaddingNoFlash, 1);
+        m_out.flashAttention = m_setup.flashAttention;
+        m_out.ubatchTokens = m_setup.ubatchTokens;
+        m_out.paging = m_setup.paging;
         m_out.modelContextTokens = m_arch.contextLength;
-        m_out.users = m_r.users.value_or(1);
-        if (m_r.contextTokens)
-            m_out.contextTokens = *m_r.contextTokens;
-        else if (e.kind == EngineKind::Ollama)
-            m_out.contextTokens = ollamaDefaultContextTokens(m_r.card.totalBytes);
-        else
-            m_out.contextTokens = m_arch.contextLength;
+        m_out.users = m_setup.users;
+        m_out.contextTokens = m_setup.contextTokens;
     }
 
     void priceWeights()
     {
-        const std::uint32_t tp = m_r.tensorParallel;
-        const std::uint32_t pp = m_r.pipelineParallel;
+        const std::uint32_t tp = m_setup.tensorParallel;
+        const std::uint32_t pp = m_setup.pipelineParallel;
         const WeightBill bill = headroom::priceWeights(m_arch, m_r.format);
         m_out.weightsByRole = bill.bytesByRole;
         const DeviceWeights device = busiestDevice(m_arch, m_r.format, tp, pp);
@@ -162,136 +166,75 @@ private:
 
     void priceKv()
     {
-        m_out.kv = kvLayout(m_arch, m_r.kvDtype, m_r.tensorParallel, m_firstLayer, m_layerCount);
+        m_out.kv = kvLayout(m_arch, m_kvDtype, m_setup.tensorParallel, m_firstLayer, m_layerCount);
         m_out.kvBytesPerToken = m_out.kv.bytesPerToken();
-        if (m_arch.kvHeads > 0 && m_arch.kvHeads < m_r.tensorParallel && !m_arch.mla.enabled())
+        if (m_arch.kvHeads > 0 && m_arch.kvHeads < m_setup.tensorParallel && !m_arch.mla.enabled())
             m_out.notes.push_back("KV heads (" + std::to_string(m_arch.kvHeads) + ") fewer than --tp: each device keeps a replicated head");
     }
 
-    // Items every GPU engine pays inside its usable memory.
-    void addRuntimeItems(bool activations)
+    // The engine's bill of the busiest device.
+    void applyBill(const Engine& engine)
     {
-        const EnginePolicy& e = m_r.engine;
-        const Bytes runtime = m_r.measured.runtimeBytes.value_or(e.runtimeBytes);
-        m_out.overheads.push_back(item("cuda_context", runtime,
-                                       m_r.measured.runtimeBytes ? "measured" : "CUDA context and non-torch memory (engine profile)"));
-        if (e.workspaceBytes.value > 0)
-            m_out.overheads.push_back(item("workspace", e.workspaceBytes, "cuBLAS/cuBLASLt workspace"));
-        if (activations) {
-            const Bytes act = m_r.measured.activationPeakBytes.value_or(
-                activationPeakBytes(m_arch, m_out.ubatchTokens, std::max(m_out.contextTokens, m_out.ubatchTokens), m_out.flashAttention));
-            m_out.overheads.push_back(item("activation_peak", act,
-                                           m_r.measured.activationPeakBytes
-                                               ? std::string("measured")
-                                               : "prefill chunk of " + std::to_string(m_out.ubatchTokens) + " tokens, "
-                                                   + (m_out.flashAttention ? "flash attention" : "full fp32 scores")));
-            if (e.logitsOnDevice && !m_r.measured.activationPeakBytes) { // a measured peak includes the logits
-                const std::uint64_t outputs = std::min<std::uint64_t>(m_out.ubatchTokens, 256);
-                m_out.overheads.push_back(item("logits", logitsBytes(m_arch, outputs),
-                                               "vocab x " + std::to_string(outputs) + " outputs x 4 B"));
-            }
-        }
-        const Bytes graphs = m_r.measured.cudaGraphBytes.value_or(e.cudaGraphBytes);
-        if (graphs.value > 0)
-            m_out.overheads.push_back(item("cuda_graphs", graphs, m_r.measured.cudaGraphBytes ? "measured" : "engine profile"));
-    }
-
-    void applyEngine()
-    {
-        const EnginePolicy& e = m_r.engine;
-        const Bytes total = m_r.card.totalBytes;
-        switch (e.kind) {
-        case EngineKind::Flat:
-            m_out.reserved.push_back(item("flat_reserve", e.fixedReserve, "--reserve: everything beyond weights and KV"));
-            m_out.usableBytes = saturatingSub(total, e.fixedReserve);
-            break;
-        case EngineKind::Vllm:
-        case EngineKind::Tgi:
-            m_out.usableBytes = fraction(total, e.memoryFraction);
-            m_out.reserved.push_back(item(e.kind == EngineKind::Vllm ? "utilization_headroom" : "wiggle_room",
-                                          total - m_out.usableBytes,
-                                          "1 - " + percent(e.memoryFraction) + " of the card total"));
-            addRuntimeItems(true);
-            break;
-        case EngineKind::LlamaCpp:
-        case EngineKind::Ollama:
-            m_out.usableBytes = saturatingSub(total, e.fixedReserve);
-            m_out.reserved.push_back(item(e.kind == EngineKind::LlamaCpp ? "fit_margin" : "minimum_memory", e.fixedReserve,
-                                          e.kind == EngineKind::LlamaCpp ? "llama.cpp --fit target free per device"
-                                                                         : "Ollama MinimumMemory per CUDA GPU"));
-            addRuntimeItems(true);
-            break;
-        case EngineKind::SgLang: {
-            const double mfs = e.memoryFraction > 0
-                ? e.memoryFraction
-                : sglangMemFractionStatic(total, m_r.tensorParallel, m_r.pipelineParallel);
-            m_out.usableBytes = fraction(total, mfs);
-            m_out.reserved.push_back(item("mem_fraction_static_headroom", total - m_out.usableBytes,
-                                          "mem_fraction_static " + std::to_string(mfs).substr(0, 5)));
-            addRuntimeItems(false);
-            break;
-        }
-        case EngineKind::TensorRtLlm: {
-            m_out.usableBytes = total;
-            addRuntimeItems(true);
-            const Bytes peak = m_out.weightsBytes + totalBytes(m_out.overheads);
-            const Bytes freeAfter = saturatingSub(total, peak);
-            const Bytes kept = saturatingSub(freeAfter, fraction(freeAfter, e.memoryFraction));
-            m_out.reserved.push_back(item("free_fraction_headroom", kept,
-                                          "1 - free_gpu_memory_fraction " + percent(e.memoryFraction) + " of free memory"));
-            m_out.usableBytes = saturatingSub(total, kept);
-            break;
-        }
-        }
-        const Bytes spent = m_out.weightsBytes + totalBytes(m_out.overheads);
-        Bytes budget = saturatingSub(m_out.usableBytes, spent);
-        if (e.fragmentationFraction > 0 && budget.value > 0) {
-            const Bytes frag = fraction(budget, e.fragmentationFraction);
-            m_out.overheads.push_back(item("fragmentation", frag, percent(e.fragmentationFraction) + " of the KV pool"));
-            budget = budget - frag;
-        }
-        m_out.kvBudgetBytes = budget;
-        m_weightsFit = spent <= m_out.usableBytes;
+        const EngineInputs in{m_r, m_arch, m_settings, m_setup, m_out.weightsBytes, m_out.kv, m_out.kvBytesPerToken};
+        EngineBill bill = engine.bill(in);
+        m_out.usableBytes = bill.usableBytes;
+        m_out.overheads = std::move(bill.overheads);
+        m_out.reserved = std::move(bill.reserved);
+        m_out.kvBudgetBytes = bill.kvBudgetBytes;
+        m_out.maxConcurrency = bill.maxConcurrency;
+        m_out.engineFigures = std::move(bill.figures);
+        m_out.engineSettings = m_settings.values();
+        for (EngineRefusal& refusal : bill.refusals)
+            m_out.refusals.push_back(std::move(refusal));
+        for (std::string& note : bill.notes)
+            m_out.notes.push_back(std::move(note));
+        const Bytes blockBytes = m_out.kvBytesPerToken * m_out.paging.blockTokens;
+        if (bill.kvBlocks)
+            m_out.kvBlocks = *bill.kvBlocks;
+        else if (blockBytes.value > 0)
+            m_out.kvBlocks = m_out.kvBudgetBytes.value / blockBytes.value;
+        m_weightsFit = m_out.weightsBytes + totalBytes(m_out.overheads) <= m_out.usableBytes;
     }
 
     void computeCapacity()
     {
-        const EnginePolicy& e = m_r.engine;
         const KvPool pool = m_out.pool();
-        const Bytes blockBytes = m_out.kvBytesPerToken * m_out.paging.blockTokens;
-        if (e.kind == EngineKind::Vllm) {
-            const Bytes nonTorch = m_r.measured.runtimeBytes.value_or(e.runtimeBytes);
-            const Bytes graphs = m_r.measured.cudaGraphBytes.value_or(e.cudaGraphBytes);
-            const Bytes torchPeak = m_out.weightsBytes + saturatingSub(totalBytes(m_out.overheads), nonTorch + graphs);
-            m_out.kvBlocks = vllmGpuBlocks(m_out.cardTotalBytes, e.memoryFraction, torchPeak, nonTorch, graphs, blockBytes);
-        } else if (blockBytes.value > 0) {
-            m_out.kvBlocks = m_out.kvBudgetBytes.value / blockBytes.value;
-        }
         m_out.maxResidentTokens = m_weightsFit ? maxResidentTokens(pool) : 0;
         // max_users answers "at the context you asked for" (and Ollama's default num_ctx).
-        if ((m_r.contextTokens || m_r.users || e.kind == EngineKind::Ollama) && m_out.contextTokens > 0 && m_weightsFit)
+        if ((m_setup.contextAsked || m_setup.usersAsked) && m_out.contextTokens > 0 && m_weightsFit) {
             m_out.maxUsers = maxUsers(pool, m_out.contextTokens);
-        if (m_r.users && m_weightsFit) {
-            std::uint64_t c = maxContextTokens(pool, *m_r.users);
+            if (m_setup.maxSequences && *m_out.maxUsers > *m_setup.maxSequences)
+                m_out.maxUsers = *m_setup.maxSequences;
+        }
+        if (m_setup.maxSequences)
+            m_out.sequenceCap = SequenceCap{*m_setup.maxSequences, m_setup.maxSequencesSetting};
+        if (m_setup.usersAsked && m_weightsFit) {
+            std::uint64_t c = maxContextTokens(pool, m_setup.users);
             if (m_out.modelContextTokens > 0 && c > m_out.modelContextTokens)
                 c = m_out.modelContextTokens; // the verdict names the trained context when it binds
             m_out.maxContext = c;
         }
-        if (e.kind == EngineKind::Vllm && m_out.contextTokens > 0) {
-            m_out.maxConcurrency = vllmMaxConcurrency(m_out.kvBlocks, m_out.paging.blockTokens, m_out.contextTokens);
-            // vLLM refuses to start when one max_model_len sequence exceeds the KV cache.
-            if (*m_out.maxConcurrency < 1.0 && m_weightsFit)
-                m_out.refusals.push_back({FitLimit::EngineRefusesToStart, "vLLM with max_model_len " + formatThousands(m_out.contextTokens)
-                                      + " would refuse to start (" + formatConcurrency(*m_out.maxConcurrency)
-                                      + "): lower --max-model-len to at most "
-                                      + formatThousands(m_out.kvBlocks * m_out.paging.blockTokens)});
-        }
         if (m_weightsFit)
             m_out.frontier = frontier(pool, m_out.modelContextTokens);
-        m_out.verdict = decideVerdict(m_r, m_out);
+        m_out.verdict = decideVerdict(verdictQuestion(), m_out);
         m_out.fits = m_out.verdict.fits();
         m_out.reason = m_out.verdict.reason;
         estimateSpeed();
+    }
+
+    // The request as the verdict reads it: the question asked in either spelling (--context or
+    // the engine's max-model-len) and the engine's minimum context of this setup. A copy only
+    // when the settings changed them.
+    const PlanRequest& verdictQuestion()
+    {
+        if (m_setup.askedContextTokens == m_r.contextTokens && m_setup.askedUsers == m_r.users
+            && m_setup.minContextTokens == m_r.engine.minContextTokens)
+            return m_r;
+        m_question = m_r;
+        m_question->contextTokens = m_setup.askedContextTokens;
+        m_question->users = m_setup.askedUsers;
+        m_question->engine.minContextTokens = m_setup.minContextTokens;
+        return *m_question;
     }
 
     void estimateSpeed()
@@ -309,6 +252,10 @@ private:
 
     const PlanRequest& m_r;
     Architecture m_arch;
+    EngineSettings m_settings;
+    EngineSetup m_setup;
+    KvDtype m_kvDtype;
+    std::optional<PlanRequest> m_question;
     PlanResult m_out;
     std::uint32_t m_firstLayer = 0;
     std::uint32_t m_layerCount = 0;

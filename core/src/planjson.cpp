@@ -51,6 +51,27 @@ nlohmann::json planJsonObject(const PlanResult& p)
     j["kv_dtype"] = p.kvDtypeId;
     j["card"] = p.cardId;
     j["engine"] = p.engineId;
+    j["engine_version"] = p.engineVersion;
+    nlohmann::json settings = nlohmann::json::object();
+    for (const SettingValue& v : p.engineSettings) {
+        switch (v.type) {
+        case SettingType::Integer:
+        case SettingType::Size: settings[v.key] = v.integer; break;
+        case SettingType::Number: settings[v.key] = v.number; break;
+        case SettingType::Boolean: settings[v.key] = v.integer != 0; break;
+        case SettingType::Choice: settings[v.key] = v.text; break;
+        }
+    }
+    j["engine_settings"] = settings;
+    nlohmann::json given = nlohmann::json::array();
+    for (const SettingValue& v : p.engineSettings)
+        if (v.given)
+            given.push_back(v.key);
+    j["engine_settings_given"] = given;
+    nlohmann::json figures = nlohmann::json::array();
+    for (const EngineFigure& f : p.engineFigures)
+        figures.push_back({{"name", f.name}, {"value", f.value}, {"unit", f.unit}, {"printed", f.printed}, {"source", f.source}});
+    j["engine_figures"] = figures;
     j["tensor_parallel"] = p.tensorParallel;
     j["pipeline_parallel"] = p.pipelineParallel;
     j["parameters"] = p.parameters;

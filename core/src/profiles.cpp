@@ -1,5 +1,7 @@
 #include "headroom/core/profiles.h"
 
+#include "headroom/core/engines/engine.h"
+
 #include "architecturejson.h"
 #include "importers/importutil.h"
 #include "importers/jsonutil.h"
@@ -314,6 +316,24 @@ std::optional<ProfileError> convert(const json& doc, const fs::path& file, Engin
     e.logitsOnDevice = doc.at("logits_on_device").get<bool>();
     e.fragmentationFraction = doc.at("fragmentation_fraction").get<double>();
     e.source = doc.at("source").get<std::string>();
+    if (const auto v = doc.find("versions"); v != doc.end()) {
+        e.versionFrom = v->value("from", std::string());
+        e.versionUntil = v->value("until", std::string());
+        if (!e.versionFrom.empty() && !e.versionUntil.empty() && compareVersions(e.versionFrom, e.versionUntil) >= 0)
+            return makeError(file, "/versions", "expected from < until, found " + e.versionFrom + " and " + e.versionUntil);
+    }
+    if (const auto s = doc.find("settings"); s != doc.end()) {
+        for (const auto& [key, value] : s->items())
+            e.settingDefaults[key] = value.is_string() ? value.get<std::string>() : value.dump();
+        // The engine unit declares its keys: a default it does not know, or of the wrong type, is an error here.
+        auto parsed = parseEngineSettings(engineFor(e.kind).settings(), e.settingDefaults, {}, e.name);
+        if (!parsed)
+            return makeError(file, "/settings", parsed.error());
+    }
+    if (const auto r = doc.find("rules"); r != doc.end()) {
+        for (const auto& [rule, where] : r->items())
+            e.ruleSources[rule] = where.get<std::string>();
+    }
     out = std::move(e);
     return std::nullopt;
 }

@@ -174,9 +174,36 @@ tl::expected<Card, std::string> resolveCard(const std::string& arg, const Profil
 
 tl::expected<EnginePolicy, std::string> resolveEngine(const std::string& arg, const ProfileSet& profiles)
 {
-    if (const EnginePolicy* e = profiles.findEngine(arg))
-        return *e;
-    return tl::unexpected("unknown engine '" + arg + "': list them with `headroom-cli engines`, or use --reserve SIZE");
+    const std::size_t at = arg.find('@');
+    const std::string name = arg.substr(0, at);
+    const EnginePolicy* base = profiles.findEngine(name);
+    if (!base)
+        return tl::unexpected("unknown engine '" + name + "': list them with `headroom-cli engines`, or use --reserve SIZE");
+    if (at == std::string::npos)
+        return *base;
+    const std::string version = arg.substr(at + 1);
+    if (version.empty() || version.size() > 32 || version.find_first_not_of("v0123456789.abcdefghijklmnopqrstuwxyz") != std::string::npos)
+        return tl::unexpected("--engine '" + arg + "': expected NAME@VERSION such as vllm@0.6, found version '"
+                              + version.substr(0, 32) + "'");
+    // A profile with an explicit range covering the version, else the named one when it covers it.
+    const EnginePolicy* chosen = nullptr;
+    std::string ranges;
+    for (const EnginePolicy& e : profiles.engines) {
+        if (e.kind != base->kind || (e.versionFrom.empty() && e.versionUntil.empty()))
+            continue;
+        ranges += (ranges.empty() ? "" : ", ") + e.id + " [" + (e.versionFrom.empty() ? "..." : e.versionFrom) + ", "
+            + (e.versionUntil.empty() ? "current" : e.versionUntil) + ")";
+        if (!chosen && coversVersion(e, version))
+            chosen = &e;
+    }
+    if (!chosen && coversVersion(*base, version))
+        chosen = base;
+    if (!chosen)
+        return tl::unexpected("no " + base->name + " profile covers version " + version + " (profiles: "
+                              + (ranges.empty() ? base->id + " " + base->version : ranges) + ")");
+    EnginePolicy out = *chosen;
+    out.requestedVersion = version;
+    return out;
 }
 
 tl::expected<WeightFormat, std::string> resolveFormat(const std::string& arg, const ModelProfile& model)

@@ -101,7 +101,13 @@ json requestJson(const PlanRequest& r)
     j["weights_format"] = r.format.id;
     j["kv_dtype"] = r.kvDtype.id;
     j["card"] = r.card.id;
-    j["engine"] = r.engine.id;
+    j["engine"] = r.engine.requestedVersion.empty() ? r.engine.id : r.engine.id + "@" + r.engine.requestedVersion;
+    if (!r.engineSettings.empty()) {
+        json settings = json::array();
+        for (const EngineSetting& s : r.engineSettings)
+            settings.push_back({{"key", s.key}, {"value", s.value}});
+        j["engine_settings"] = settings;
+    }
     if (r.engine.kind == EngineKind::Flat)
         j["reserve_bytes"] = r.engine.fixedReserve.value;
     j["tensor_parallel"] = r.tensorParallel;
@@ -341,6 +347,10 @@ tl::expected<PlanRequest, std::string> rebuildRequest(const json& r, const Profi
         if (!engine)
             return tl::unexpected(engine.error());
         req.engine = *engine;
+    }
+    if (r.contains("engine_settings")) {
+        for (const json& s : r["engine_settings"])
+            req.engineSettings.push_back({s.at("key").get<std::string>(), s.at("value").get<std::string>()});
     }
     req.tensorParallel = r.value("tensor_parallel", 1u);
     req.pipelineParallel = r.value("pipeline_parallel", 1u);

@@ -9,6 +9,8 @@
 #include "headroom/core/units.h"
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 
 namespace headroom {
@@ -49,7 +51,24 @@ struct EnginePolicy {
     bool logitsOnDevice = true;         ///< logits buffer counted on the GPU
     double fragmentationFraction = 0;   ///< allocator fragmentation, fraction of the KV pool
     std::string source;                 ///< file and commit the rule comes from
+
+    // Versions (profiles/engines/*.json `versions`): the range of releases this profile covers.
+    std::string versionFrom;            ///< first release covered ("0.6.0"); "" = open
+    std::string versionUntil;           ///< first release no longer covered ("0.8.0"); "" = open (current)
+    std::string requestedVersion;       ///< the version asked (`--engine vllm@0.6` gives "0.6"); "" = the profile's release
+    /// Defaults of the engine's settings for this version range (profile `settings`), by the
+    /// engine's own key; they override the unit's built-in defaults (engines/settings.h).
+    std::map<std::string, std::string> settingDefaults;
+    /// Where each rule of this version is read from (profile `rules`): rule name -> "file@version".
+    std::map<std::string, std::string> ruleSources;
 };
+
+/// Compares two dotted release numbers ("0.6.4" < "0.10", a leading 'v' ignored, missing parts
+/// are 0): negative, 0 or positive. Non-numeric parts compare as text.
+int compareVersions(const std::string& a, const std::string& b);
+
+/// True when @p version lies in [policy.versionFrom, policy.versionUntil).
+bool coversVersion(const EnginePolicy& policy, const std::string& version);
 
 /// The flat-reserve policy of `--reserve SIZE`: usable = card total - reserve.
 EnginePolicy flatReservePolicy(Bytes reserve);

@@ -7,6 +7,8 @@
 #include "headroom/core/capacity.h"
 #include "headroom/core/card.h"
 #include "headroom/core/enginepolicy.h"
+#include "headroom/core/engines/bill.h"
+#include "headroom/core/engines/settings.h"
 #include "headroom/core/kvcache.h"
 #include "headroom/core/modelprofile.h"
 #include "headroom/core/overheads.h"
@@ -48,6 +50,13 @@ struct PlanRequest {
     std::optional<std::uint64_t> nominalParameters; ///< `--params N`: replaces the derived count
     MeasuredOverheads measured;
     SpeedCalibration speedCalibration;            ///< measured bandwidth/compute for the speed figures
+    /// The engine's own settings as typed (`--set KEY=VALUE`), spelled as the engine spells them
+    /// (engines/settings.h; the keys each engine knows are listed by `headroom-cli engines`).
+    /// A setting with a generic twin above (vLLM max-model-len and contextTokens, max-num-batched-tokens
+    /// and ubatchTokens, tensor-parallel-size and tensorParallel, kv-cache-dtype and kvDtype, ...) must
+    /// agree with it when both are given; either alone sets both. A 16-bit kvDtype counts as the
+    /// engine's default ("auto", "f16") and yields to the engine's KV setting.
+    std::vector<EngineSetting> engineSettings;
 };
 
 /// The per-device result.
@@ -57,6 +66,9 @@ struct PlanResult {
     std::string kvDtypeId;
     std::string cardId;
     std::string engineId;
+    std::string engineVersion;                ///< the engine version whose rules the plan applies ("0.6", "v0.19.1")
+    std::vector<SettingValue> engineSettings; ///< every engine setting the plan applied (given, default or derived)
+    std::vector<EngineFigure> engineFigures;  ///< the figures the engine prints ("# GPU blocks", ...)
     std::uint32_t tensorParallel = 1;
     std::uint32_t pipelineParallel = 1;
 

@@ -36,7 +36,9 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
 /// A card: a profile id ("rtx-4090") or a size ("8GiB", "24GB", "16384MiB") as an anonymous card.
 tl::expected<Card, std::string> resolveCard(const std::string& arg, const ProfileSet& profiles);
 
-/// An engine policy by profile id ("vllm", "llama.cpp"), or "flat" with @p reserve.
+/// An engine policy by profile id ("vllm", "llama.cpp"; the current release) or NAME@VERSION
+/// ("vllm@0.6": the profile of that engine's kind whose `versions` range covers 0.6, with
+/// EnginePolicy::requestedVersion set). Errors name the engine or list the ranges there are.
 tl::expected<EnginePolicy, std::string> resolveEngine(const std::string& arg, const ProfileSet& profiles);
 
 /// A weight format for @p model: @p arg if given, else the format of the model's own files when

@@ -1,0 +1,42 @@
+#pragma once
+/// @file bill.h
+/// What an engine unit returns to the planner: its bill of the card (usable memory, the
+/// overheads as that engine sizes them, the KV budget and block count), the figures the engine
+/// itself prints (vLLM "# GPU blocks", "GPU KV cache size", "Maximum concurrency"), and its
+/// refusals (verdict.h EngineRefusal: a weight format or KV dtype it cannot run, a configuration
+/// it would not start with), which the verdict turns into the answer.
+
+#include "headroom/core/overheads.h"
+#include "headroom/core/units.h"
+#include "headroom/core/verdict.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// One figure the engine prints in its own log, as the engine computes it.
+struct EngineFigure {
+    std::string name;     ///< snake_case id ("num_gpu_blocks", "gpu_kv_cache_tokens", "maximum_concurrency")
+    double value = 0;     ///< in `unit`
+    std::string unit;     ///< "blocks", "tokens", "x", "bytes"
+    std::string printed;  ///< as the engine's log line prints it ("# GPU blocks: 1952", "1.56x")
+    std::string source;   ///< engine file (and version) that prints it
+};
+
+/// An engine's bill of one device.
+struct EngineBill {
+    Bytes usableBytes;                      ///< what the engine allows for weights + overheads + KV
+    std::vector<OverheadItem> overheads;    ///< priced inside usable
+    std::vector<OverheadItem> reserved;     ///< kept outside usable
+    Bytes kvBudgetBytes;                    ///< usable - weights - overheads (0 when negative)
+    std::optional<std::uint64_t> kvBlocks;  ///< the engine's own block count; absent: budget / block bytes
+    std::optional<double> maxConcurrency;   ///< vLLM's "Maximum concurrency" at max-model-len
+    std::vector<EngineFigure> figures;      ///< the engine's own printed figures
+    std::vector<EngineRefusal> refusals;    ///< would not start (FitLimit::EngineRefusesToStart); format/KV refusals come from compatibility()
+    std::vector<std::string> notes;
+};
+
+} // namespace headroom

@@ -1,0 +1,85 @@
+#pragma once
+// Helpers the engine units share (private to core/src/engines/): priced items, the runtime
+// overheads every GPU engine pays, the KV budget, and the reconciliation of a generic request
+// field (--context, --ubatch, ...) with the engine's own spelling of it.
+
+#include "headroom/core/engines/engine.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom::engines {
+
+/// One priced item.
+OverheadItem item(const char* name, Bytes bytes, std::string note);
+
+/// floor(total * f).
+Bytes fraction(Bytes total, double f);
+
+/// "90%" (three significant digits).
+std::string percent(double f);
+
+/// The setup every engine starts from: the generic request fields with the profile's defaults
+/// (ubatch, flash attention, block size and cell padding, minimum context), context = the
+/// model's trained context unless given.
+EngineSetup baseSetup(const PlanRequest& request, const Architecture& arch);
+
+/// The items every GPU engine pays inside its usable memory: the CUDA context and non-torch
+/// memory, the library workspace, the activation peak of one forward pass of
+/// setup.ubatchTokens (with the logits of min(ubatch, 256) outputs when the profile keeps them
+/// on the device) when @p activations, and the CUDA-graph pool; each replaced by its measured
+/// figure when given (MeasuredOverheads).
+void addRuntimeItems(const EngineInputs& in, bool activations, std::vector<OverheadItem>& out);
+
+/// Completes @p bill: KV budget = usable - weights - overheads (0 when negative), less the
+/// profile's fragmentation fraction of it (an item of its own).
+void finishBudget(const EngineInputs& in, EngineBill& bill);
+
+/// True when weights and overheads fit inside the bill's usable memory.
+bool weightsFit(const EngineInputs& in, const EngineBill& bill);
+
+/// Values as the unit derived them (given = false), for EngineSettings::setDerived.
+SettingValue derivedInteger(const std::string& key, std::uint64_t n);
+SettingValue derivedNumber(const std::string& key, double x);
+SettingValue derivedBoolean(const std::string& key, bool b);
+SettingValue derivedChoice(const std::string& key, const std::string& text);
+
+/// Reconciles a generic count (@p option, e.g. "--context") with the engine's twin setting
+/// @p key: both given and different is an error naming both; the setting alone sets the count;
+/// the count alone (or @p fallback when neither) is recorded as the setting's derived value.
+/// Returns the agreed value (nullopt when neither and no fallback).
+tl::expected<std::optional<std::uint64_t>, std::string>
+reconcileCount(std::optional<std::uint64_t> generic, const std::string& option, EngineSettings& settings,
+               const std::string& key, const std::string& engineName, std::optional<std::uint64_t> fallback = std::nullopt);
+
+/// The same for --tp/--pp, whose generic value 1 counts as not given.
+tl::expected<std::uint32_t, std::string> reconcileParallel(std::uint32_t generic, const std::string& option,
+                                                           EngineSettings& settings, const std::string& key,
+                                                           const std::string& engineName);
+
+/// The same for flash attention: @p key is Boolean, or a Choice of on/off/auto (@p autoValue
+/// is what "auto" means here).
+tl::expected<bool, std::string> reconcileFlash(std::optional<bool> generic, bool engineDefault, EngineSettings& settings,
+                                               const std::string& key, const std::string& engineName, bool autoValue = true);
+
+/// The same for the KV dtype: @p key's value (mapped to a kvcache.h id by @p toKvId, "" = the
+/// engine default, i.e. 16-bit) and the request's dtype (a 16-bit dtype counts as not given).
+/// Returns the kvcache.h id the engine will use.
+tl::expected<std::string, std::string> reconcileKvDtype(const KvDtype& generic, EngineSettings& settings,
+                                                        const std::string& key, const std::string& engineName,
+                                                        std::string (*toKvId)(const std::string& engineValue),
+                                                        std::string (*fromKvId)(const std::string& kvId));
+
+/// True for the 16-bit KV dtypes (fp16, bf16), the engines' default.
+bool isDefaultKvDtype(const std::string& kvId);
+
+/// A SettingSpec in one expression (the units' tables).
+SettingSpec makeSpec(std::string key, SettingType type, std::string defaultValue, std::string help, double minimum = 0,
+                     double maximum = 0, std::vector<std::string> choices = {}, std::vector<std::string> aliases = {});
+
+/// Bounds of counts: tokens up to 2^36, sequences up to 2^24.
+inline constexpr double kMaxTokens = 68719476736.0;
+inline constexpr double kMaxSequences = 16777216.0;
+
+} // namespace headroom::engines

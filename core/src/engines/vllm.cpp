@@ -1,0 +1,164 @@
+// vLLM: gpu_memory_utilization of the card total, less the profile run's torch peak, the
+// non-torch memory and the CUDA-graph pool, in blocks of block_size tokens.
+// Rules: vllm/worker/worker.py determine_num_available_blocks (V0, v0.6.x);
+// vllm/v1/worker/gpu_worker.py determine_available_memory and vllm/v1/core/kv_cache_utils.py
+// (V1); settings: vllm/engine/arg_utils.py (EngineArgs). The rule arithmetic is enginerules.h.
+
+#include "common.h"
+
+#include "headroom/core/enginerules.h"
+
+namespace headroom::engines {
+
+namespace {
+
+// vLLM's argparse accepts both spellings (FlexibleArgumentParser, vllm/utils/__init__.py).
+SettingSpec spec(std::string key, SettingType type, std::string defaultValue, std::string help, double lo = 0,
+                 double hi = 0, std::vector<std::string> choices = {})
+{
+    std::string underscored = key;
+    for (char& c : underscored)
+        if (c == '-')
+            c = '_';
+    return makeSpec(std::move(key), type, std::move(defaultValue), std::move(help), lo, hi, std::move(choices),
+                    {underscored});
+}
+
+const std::vector<SettingSpec>& vllmSettings()
+{
+    static const std::vector<SettingSpec> specs = {
+        spec("gpu-memory-utilization", SettingType::Number, "",
+             "fraction of the card total vLLM may use; default: the profile's memory_fraction (0.9)", 0, 1),
+        spec("max-model-len", SettingType::Integer, "", "context per request; default: --context, else the model's", 1,
+             1ull << 36),
+        spec("max-num-seqs", SettingType::Integer, "", "most sequences running at once: caps max_users", 1, 1 << 24),
+        spec("max-num-batched-tokens", SettingType::Integer, "",
+             "tokens of one forward pass (the profile run's batch); default: --ubatch, else the profile's", 1, 1 << 24),
+        spec("block-size", SettingType::Integer, "", "tokens per KV block; default: the profile's (16)", 1, 1024),
+        spec("kv-cache-dtype", SettingType::Choice, "", "KV cache dtype; auto = the model's 16-bit dtype", 0, 0,
+             {"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"}),
+        spec("enforce-eager", SettingType::Boolean, "false", "CUDA graphs off: no graph pool"),
+        spec("kv-cache-memory-bytes", SettingType::Size, "", "KV cache size in bytes, bypassing the utilization rule"),
+        spec("swap-space", SettingType::Number, "4", "CPU swap space per GPU in GiB (host memory, not on the card)", 0,
+             1 << 20),
+        spec("enable-chunked-prefill", SettingType::Boolean, "", "prefill in chunks of max-num-batched-tokens"),
+        spec("tensor-parallel-size", SettingType::Integer, "", "TP size; default: --tp", 1, 1024),
+        spec("pipeline-parallel-size", SettingType::Integer, "", "PP size; default: --pp", 1, 1024),
+    };
+    return specs;
+}
+
+std::string kvIdFromVllm(const std::string& v)
+{
+    if (v == "auto")
+        return "";
+    if (v == "bfloat16")
+        return "bf16";
+    if (v == "float16")
+        return "fp16";
+    return v; // fp8, fp8_e4m3, fp8_e5m2 are kvcache.h ids
+}
+
+std::string vllmFromKvId(const std::string& id)
+{
+    return isDefaultKvDtype(id) ? "auto" : id;
+}
+
+class VllmEngine final : public Engine {
+public:
+    EngineKind kind() const override { return EngineKind::Vllm; }
+    const std::vector<SettingSpec>& settings() const override { return vllmSettings(); }
+
+    tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
+    {
+        const Architecture& arch = *r.model.architecture;
+        const std::string& name = r.engine.name;
+        EngineSetup setup = baseSetup(r, arch);
+        auto ctx = reconcileCount(r.contextTokens, "--context", s, "max-model-len", name, std::uint64_t{arch.contextLength});
+        if (!ctx)
+            return tl::unexpected(ctx.error());
+        setup.contextTokens = ctx->value_or(0);
+        setup.contextAsked = r.contextTokens.has_value() || s.given("max-model-len");
+        if (s.given("max-model-len"))
+            setup.askedContextTokens = setup.contextTokens;
+        auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "max-num-batched-tokens", name, r.engine.ubatchTokens);
+        if (!ub)
+            return tl::unexpected(ub.error());
+        setup.ubatchTokens = ub->value_or(0);
+        auto block = reconcileCount(std::nullopt, "", s, "block-size", name, std::max<std::uint64_t>(r.engine.blockTokens, 1));
+        if (!block)
+            return tl::unexpected(block.error());
+        setup.paging.blockTokens = **block;
+        auto tp = reconcileParallel(r.tensorParallel, "--tp", s, "tensor-parallel-size", name);
+        if (!tp)
+            return tl::unexpected(tp.error());
+        setup.tensorParallel = *tp;
+        auto pp = reconcileParallel(r.pipelineParallel, "--pp", s, "pipeline-parallel-size", name);
+        if (!pp)
+            return tl::unexpected(pp.error());
+        setup.pipelineParallel = *pp;
+        auto kv = reconcileKvDtype(r.kvDtype, s, "kv-cache-dtype", name, &kvIdFromVllm, &vllmFromKvId);
+        if (!kv)
+            return tl::unexpected(kv.error());
+        setup.kvDtypeId = *kv;
+        if (s.given("max-num-seqs")) {
+            setup.maxSequences = s.integer("max-num-seqs");
+            setup.maxSequencesSetting = "--max-num-seqs";
+        }
+        if (!s.find("gpu-memory-utilization"))
+            s.setDerived(derivedNumber("gpu-memory-utilization", r.engine.memoryFraction));
+        return setup;
+    }
+
+    EngineBill bill(const EngineInputs& in) const override
+    {
+        const PlanRequest& r = in.request;
+        const EnginePolicy& e = r.engine;
+        const double utilization = in.settings.number("gpu-memory-utilization").value_or(e.memoryFraction);
+        const Bytes total = r.card.totalBytes;
+        EngineBill b;
+        b.usableBytes = fraction(total, utilization);
+        b.reserved.push_back(item("utilization_headroom", total - b.usableBytes, "1 - " + percent(utilization) + " of the card total"));
+        addRuntimeItems(in, true, b.overheads);
+        finishBudget(in, b);
+
+        const std::uint64_t blockTokens = in.setup.paging.blockTokens;
+        const Bytes blockBytes = in.kvBytesPerToken * blockTokens;
+        const Bytes nonTorch = r.measured.runtimeBytes.value_or(e.runtimeBytes);
+        const Bytes graphs = r.measured.cudaGraphBytes.value_or(e.cudaGraphBytes);
+        const Bytes torchPeak = in.weightsBytes + saturatingSub(totalBytes(b.overheads), nonTorch + graphs);
+        b.kvBlocks = vllmGpuBlocks(total, utilization, torchPeak, nonTorch, graphs, blockBytes);
+        const std::uint64_t tokens = *b.kvBlocks * blockTokens;
+        b.figures.push_back({"num_gpu_blocks", static_cast<double>(*b.kvBlocks), "blocks",
+                             "# GPU blocks: " + std::to_string(*b.kvBlocks), "vllm/worker/worker.py (V0)"});
+        b.figures.push_back({"gpu_kv_cache_tokens", static_cast<double>(tokens), "tokens",
+                             "GPU KV cache size: " + formatThousands(tokens) + " tokens", "vllm/v1/core/kv_cache_utils.py (V1)"});
+        const std::uint64_t ctx = in.setup.contextTokens;
+        if (ctx > 0) {
+            b.maxConcurrency = vllmMaxConcurrency(*b.kvBlocks, blockTokens, ctx);
+            b.figures.push_back({"maximum_concurrency", *b.maxConcurrency, "x",
+                                 "Maximum concurrency for " + formatThousands(ctx) + " tokens per request: "
+                                     + formatConcurrency(*b.maxConcurrency),
+                                 "vllm/v1/core/kv_cache_utils.py"});
+            // vLLM refuses to start when one max_model_len sequence exceeds the KV cache.
+            if (*b.maxConcurrency < 1.0 && weightsFit(in, b)) {
+                const std::string why = "vLLM with max_model_len " + formatThousands(ctx) + " would refuse to start ("
+                    + formatConcurrency(*b.maxConcurrency) + "): lower --max-model-len to at most " + formatThousands(tokens);
+                // vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (V1); V0 raises in
+                // vllm/worker/worker.py raise_if_cache_size_invalid.
+                b.refusals.push_back({FitLimit::EngineRefusesToStart, why});
+            }
+        }
+        return b;
+    }
+};
+
+} // namespace
+
+const Engine& vllmEngine()
+{
+    static const VllmEngine engine;
+    return engine;
+}
+
+} // namespace headroom::engines

@@ -1,0 +1,275 @@
+// The engine modules: settings spelled as each engine spells them, their errors, the mapping of
+// the generic options onto them, and versions (`--engine vllm@0.6`).
+
+#include "archfixtures.h"
+#include "fixtures.h"
+
+#include "headroom/core/engines/engine.h"
+#include "headroom/core/enginerules.h"
+#include "headroom/core/plan.h"
+#include "headroom/core/profiles.h"
+#include "headroom/core/resolve.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace headroom;
+
+namespace {
+
+ProfileSet builtin()
+{
+    auto set = loadProfiles(test::sourcePath("profiles"));
+    INFO((set ? std::string() : toString(set.error())));
+    REQUIRE(set);
+    return *set;
+}
+
+PlanRequest request(const ProfileSet& set, const char* engine, const Architecture& arch = test::llama31_8b())
+{
+    PlanRequest r;
+    r.model.id = arch.family;
+    r.model.architecture = arch;
+    r.format = *findFormat("bf16");
+    r.kvDtype = *findKvDtype("fp16");
+    r.card = anonymousCard("test", Bytes{25'386'024'960ull}); // RTX 4090
+    auto e = resolveEngine(engine, set);
+    INFO((e ? std::string() : e.error()));
+    REQUIRE(e);
+    r.engine = *e;
+    return r;
+}
+
+const SettingValue* setting(const PlanResult& p, const std::string& key)
+{
+    for (const SettingValue& v : p.engineSettings)
+        if (v.key == key)
+            return &v;
+    return nullptr;
+}
+
+std::string planError(const PlanRequest& r)
+{
+    const auto p = makePlan(r);
+    REQUIRE_FALSE(p);
+    return p.error();
+}
+
+} // namespace
+
+TEST_CASE("settings parse by type, with bounds, aliases and dashes", "[engines][settings]")
+{
+    const std::vector<SettingSpec>& specs = engineFor(EngineKind::LlamaCpp).settings();
+    auto s = parseEngineSettings(specs, {}, {{"c", "8192"}, {"--np", "4"}, {"fa", "off"}, {"swa-full", "yes"}}, "llama.cpp");
+    REQUIRE(s);
+    CHECK(s->integer("ctx-size") == std::optional<std::uint64_t>{8192});
+    CHECK(s->integer("parallel") == std::optional<std::uint64_t>{4});
+    CHECK(s->text("flash-attn") == std::optional<std::string>{"off"});
+    CHECK(s->boolean("swa-full") == std::optional<bool>{true});
+    CHECK(s->given("ctx-size"));
+    CHECK_FALSE(s->given("kv-unified"));
+    CHECK(s->boolean("kv-unified") == std::optional<bool>{false}); // the built-in default
+
+    auto bad = parseEngineSettings(specs, {}, {{"fa", "maybe"}}, "llama.cpp");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error() == "llama.cpp setting 'flash-attn': expected one of on, off, auto, found 'maybe'");
+    auto unknown = parseEngineSettings(specs, {}, {{"ctx_size", "1"}}, "llama.cpp");
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.error().find("unknown llama.cpp setting 'ctx_size': did you mean 'ctx-size'?") == 0);
+    CHECK(unknown.error().find("known: ctx-size, parallel,") != std::string::npos);
+
+    const std::vector<SettingSpec>& vllm = engineFor(EngineKind::Vllm).settings();
+    auto frac = parseEngineSettings(vllm, {}, {{"gpu-memory-utilization", "1.5"}}, "vLLM");
+    REQUIRE_FALSE(frac);
+    CHECK(frac.error() == "vLLM setting 'gpu-memory-utilization': expected a number from 0 to 1, found '1.5'");
+    auto whole = parseEngineSettings(vllm, {}, {{"max-model-len", "8k"}}, "vLLM");
+    REQUIRE_FALSE(whole);
+    CHECK(whole.error().find("expected a whole number from 1 to") != std::string::npos);
+    auto size = parseEngineSettings(vllm, {}, {{"kv_cache_memory_bytes", "4GiB"}}, "vLLM");
+    REQUIRE(size);
+    CHECK(size->integer("kv-cache-memory-bytes") == std::optional<std::uint64_t>{4 * kGiB});
+
+    CHECK(parseSettingArgument("enforce-eager")->value == "true");
+    CHECK(parseSettingArgument("max-model-len=8192")->key == "max-model-len");
+    CHECK_FALSE(parseSettingArgument("=3"));
+}
+
+TEST_CASE("every engine's profile defaults are keys its unit declares", "[engines][settings]")
+{
+    const ProfileSet set = builtin();
+    for (const EnginePolicy& e : set.engines) {
+        INFO(e.id);
+        CHECK(parseEngineSettings(engineFor(e.kind).settings(), e.settingDefaults, {}, e.name));
+    }
+}
+
+TEST_CASE("vLLM settings drive the plan and agree with the generic options", "[engines][vllm]")
+{
+    const ProfileSet set = builtin();
+    PlanRequest r = request(set, "vllm");
+    r.engineSettings = {{"max-model-len", "8192"}, {"gpu-memory-utilization", "0.8"}, {"block-size", "32"}};
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->contextTokens == 8192);
+    CHECK(p->maxUsers.has_value()); // max-model-len counts as a context asked
+    CHECK(p->usableBytes.value == static_cast<std::uint64_t>(std::floor(25'386'024'960.0 * 0.8)));
+    CHECK(p->paging.blockTokens == 32);
+    CHECK(p->kvBlocks % 1 == 0);
+    REQUIRE(setting(*p, "max-model-len"));
+    CHECK(setting(*p, "max-model-len")->given);
+    REQUIRE(setting(*p, "max-num-batched-tokens"));
+    CHECK_FALSE(setting(*p, "max-num-batched-tokens")->given);
+    CHECK(setting(*p, "max-num-batched-tokens")->integer == r.engine.ubatchTokens);
+    // The figures vLLM prints, from the same blocks.
+    REQUIRE(p->engineFigures.size() == 3);
+    CHECK(p->engineFigures[0].printed == "# GPU blocks: " + std::to_string(p->kvBlocks));
+    CHECK(p->engineFigures[1].value == Approx(p->kvBlocks * 32.0));
+    CHECK(p->engineFigures[2].printed.find("Maximum concurrency for 8,192 tokens per request: ") == 0);
+
+    // The generic option and the engine's spelling agree, or the plan says which two disagree.
+    r.contextTokens = 8192;
+    CHECK(makePlan(r));
+    r.contextTokens = 4096;
+    CHECK(planError(r) == "--context 4096 and vLLM setting max-model-len=8192 disagree: give one of them, or the same value");
+    r.contextTokens.reset();
+    r.engineSettings = {{"max-num-batched-tokens", "4096"}};
+    r.ubatchTokens = 2048;
+    CHECK(planError(r).find("--ubatch 2048 and vLLM setting max-num-batched-tokens=4096 disagree") == 0);
+    r.ubatchTokens.reset();
+    REQUIRE(makePlan(r));
+    CHECK(makePlan(r)->ubatchTokens == 4096);
+
+    // tensor-parallel-size alone sets TP; --tp and it must agree.
+    r.engineSettings = {{"tensor-parallel-size", "2"}};
+    const auto tp = makePlan(r);
+    REQUIRE(tp);
+    CHECK(tp->tensorParallel == 2);
+    CHECK(tp->kvBytesPerToken.value == 65'536);
+    r.tensorParallel = 4;
+    CHECK(planError(r).find("--tp 4 and vLLM setting tensor-parallel-size=2 disagree") == 0);
+    r.tensorParallel = 1;
+
+    // kv-cache-dtype fp8 replaces the default 16-bit dtype; against --kv-dtype q8_0 it disagrees.
+    r.engineSettings = {{"kv-cache-dtype", "fp8"}};
+    const auto fp8 = makePlan(r);
+    REQUIRE(fp8);
+    CHECK(fp8->kvDtypeId == "fp8");
+    CHECK(fp8->kvBytesPerToken.value == 65'536);
+    r.kvDtype = *findKvDtype("q8_0");
+    CHECK(planError(r).find("--kv-dtype q8_0 and vLLM setting kv-cache-dtype=fp8 disagree") == 0);
+    r.kvDtype = *findKvDtype("fp16");
+
+    // max-num-seqs caps max_users; more users than it is an error.
+    r.engineSettings = {{"max-num-seqs", "3"}, {"max-model-len", "1024"}};
+    const auto capped = makePlan(r);
+    REQUIRE(capped);
+    CHECK(capped->maxUsers == std::optional<std::uint64_t>{3});
+    r.users = 4;
+    const auto more = makePlan(r);
+    REQUIRE(more);
+    CHECK(more->verdict.state == FitState::FitsWithLess);
+    CHECK(more->verdict.limit == FitLimit::EngineCap);
+    REQUIRE(more->sequenceCap);
+    CHECK(more->sequenceCap->setting == "--max-num-seqs");
+    r.users.reset();
+    // max-model-len alone asks the question "how many users at that context".
+    CHECK(capped->verdict.headline.kind == HeadlineKind::MaxUsersAtContext);
+    CHECK(capped->verdict.headline.value == 3);
+
+    r.engineSettings = {{"no-such-key", "1"}};
+    CHECK(planError(r).find("unknown vLLM v0.19.1 setting 'no-such-key'") == 0);
+}
+
+TEST_CASE("llama.cpp ctx-size is the total over the sequences", "[engines][llama.cpp]")
+{
+    const ProfileSet set = builtin();
+    PlanRequest r = request(set, "llama.cpp");
+    r.engineSettings = {{"c", "16384"}, {"np", "4"}};
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->contextTokens == 4096);
+    CHECK(p->users == 4);
+    r.contextTokens = 8192;
+    CHECK(planError(r).find("--context 8192 and llama.cpp") == 0);
+    r.contextTokens = 4096;
+    CHECK(makePlan(r));
+    r.engineSettings = {{"fa", "off"}};
+    r.flashAttention = true;
+    CHECK(planError(r).find("--flash-attention") == 0);
+    r.flashAttention.reset();
+    const auto off = makePlan(r);
+    REQUIRE(off);
+    CHECK_FALSE(off->flashAttention);
+    CHECK(off->paging.cellPadding == 32);
+    r.engineSettings = {{"ctk", "q8_0"}, {"ctv", "f16"}};
+    CHECK(planError(r).find("differ") != std::string::npos);
+    r.engineSettings = {{"ctk", "q8_0"}, {"ctv", "q8_0"}};
+    REQUIRE(makePlan(r));
+    CHECK(makePlan(r)->kvDtypeId == "q8_0");
+    r.engineSettings = {{"fit-target", "2048"}};
+    REQUIRE(makePlan(r));
+    CHECK(makePlan(r)->usableBytes.value == 25'386'024'960ull - 2048 * kMiB);
+}
+
+TEST_CASE("Ollama, SGLang, TGI and TensorRT-LLM take their own spellings", "[engines]")
+{
+    const ProfileSet set = builtin();
+    PlanRequest o = request(set, "ollama");
+    o.engineSettings = {{"num_ctx", "8192"}, {"OLLAMA_NUM_PARALLEL", "2"}, {"OLLAMA_GPU_OVERHEAD", "1GiB"}};
+    const auto op = makePlan(o);
+    REQUIRE(op);
+    CHECK(op->contextTokens == 8192);
+    CHECK(op->users == 2);
+    CHECK(op->usableBytes.value == 25'386'024'960ull - o.engine.fixedReserve.value - kGiB);
+
+    PlanRequest s = request(set, "sglang");
+    s.engineSettings = {{"mem-fraction-static", "0.8"}, {"max-total-tokens", "1000"}};
+    const auto sp = makePlan(s);
+    REQUIRE(sp);
+    CHECK(sp->usableBytes.value == static_cast<std::uint64_t>(std::floor(25'386'024'960.0 * 0.8)));
+    CHECK(sp->maxResidentTokens == 1000);
+
+    PlanRequest t = request(set, "tensorrt-llm");
+    t.engineSettings = {{"max_seq_len", "4096"}, {"tokens_per_block", "64"}, {"max_batch_size", "2"}};
+    const auto tp = makePlan(t);
+    REQUIRE(tp);
+    CHECK(tp->contextTokens == 4096);
+    CHECK(tp->paging.blockTokens == 64);
+    CHECK(tp->maxUsers == std::optional<std::uint64_t>{2});
+
+    PlanRequest g = request(set, "tgi");
+    g.engineSettings = {{"max-batch-prefill-tokens", "1024"}, {"max-total-tokens", "2048"}};
+    const auto gp = makePlan(g);
+    REQUIRE(gp);
+    CHECK(gp->ubatchTokens == 1024);
+    CHECK(gp->contextTokens == 2048);
+}
+
+TEST_CASE("engine NAME@VERSION picks the profile covering that release and the plan names it", "[engines][versions]")
+{
+    CHECK(compareVersions("0.6.4", "0.10") < 0);
+    CHECK(compareVersions("v0.8", "0.8.0") == 0);
+    CHECK(compareVersions("0.19.1", "0.8.0") > 0);
+    const ProfileSet set = builtin();
+    const auto v0 = resolveEngine("vllm@0.6", set);
+    REQUIRE(v0);
+    CHECK(v0->id == "vllm-0.6");
+    CHECK(v0->requestedVersion == "0.6");
+    const auto v1 = resolveEngine("vllm@0.8.5", set);
+    REQUIRE(v1);
+    CHECK(v1->id == "vllm");
+    const auto current = resolveEngine("vllm", set);
+    REQUIRE(current);
+    CHECK(current->requestedVersion.empty());
+    const auto old = resolveEngine("vllm@0.4", set);
+    REQUIRE_FALSE(old);
+    CHECK(old.error().find("no vLLM profile covers version 0.4") == 0);
+    CHECK_FALSE(resolveEngine("vllm@", set));
+
+    PlanRequest r = request(set, "vllm@0.6");
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->engineVersion == "0.6");
+    CHECK(makePlan(request(set, "vllm"))->engineVersion == current->version);
+}
