@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QGuiApplication>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -92,7 +93,14 @@ int main(int argc, char** argv)
     }
     // Bounded: a report is a few hundred KiB; /dev/zero as the input must not take all memory.
     constexpr qint64 kMaxReportBytes = 64ll << 20;
-    const QByteArray bytes = file.read(kMaxReportBytes + 1);
+    // A pipe gives what is there at each read: read to the end (or one byte past the bound).
+    QByteArray bytes;
+    while (bytes.size() <= kMaxReportBytes) {
+        const QByteArray chunk = file.read(std::min<qint64>(qint64{1} << 20, kMaxReportBytes + 1 - bytes.size()));
+        if (chunk.isEmpty())
+            break;
+        bytes += chunk;
+    }
     if (bytes.size() > kMaxReportBytes) {
         std::fprintf(stderr, "headroom-render: %s: larger than %lld bytes, not a report\n", input.c_str(), kMaxReportBytes);
         return 1;

@@ -183,7 +183,7 @@ ProbeResult runQuantErrorProbe(const QuantErrorOptions& options, ProbeProgress& 
     r.pass = ok;
     char line[200];
     std::snprintf(line, sizeof line, "%zu formats on %u x %u N(0,1) weights%s", done, options.rows, options.cols,
-                  anchorShape ? (ok ? ", all within +-0.003 of the BRIEF anchors" : ", anchor mismatch") : "");
+                  anchorShape ? (ok ? ", all within +-0.003 of the published N(0,1) anchors" : ", anchor mismatch") : "");
     r.summary = line;
     return r;
 }
