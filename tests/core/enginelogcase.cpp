@@ -351,32 +351,33 @@ tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, co
     return r;
 }
 
+namespace {
+
+void accumulate(AccuracySummary& s, const CaseOutcome& c)
+{
+    ++s.cases;
+    for (const FigureOutcome& f : c.figures)
+        if (f.headline) {
+            ++s.headline;
+            s.within += f.within ? 1 : 0;
+        }
+}
+
+} // namespace
+
 AccuracySummary AccuracyReport::total() const
 {
     AccuracySummary s;
-    for (const CaseOutcome& c : cases) {
-        ++s.cases;
-        for (const FigureOutcome& f : c.figures)
-            if (f.headline) {
-                ++s.headline;
-                s.within += f.within ? 1 : 0;
-            }
-    }
+    for (const CaseOutcome& c : cases)
+        accumulate(s, c);
     return s;
 }
 
 std::map<std::string, AccuracySummary> AccuracyReport::byEngine() const
 {
     std::map<std::string, AccuracySummary> out;
-    for (const CaseOutcome& c : cases) {
-        AccuracySummary& s = out[c.engine];
-        ++s.cases;
-        for (const FigureOutcome& f : c.figures)
-            if (f.headline) {
-                ++s.headline;
-                s.within += f.within ? 1 : 0;
-            }
-    }
+    for (const CaseOutcome& c : cases)
+        accumulate(out[c.engine], c);
     return out;
 }
 
