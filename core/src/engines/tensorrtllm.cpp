@@ -170,7 +170,8 @@ public:
         const Bytes kv = fraction(freeAfter, f);
         b.reserved.push_back(item("free_fraction_headroom", saturatingSub(freeAfter, kv),
                                   "1 - free_gpu_memory_fraction " + percent(f) + " of the memory free after the engine loads"));
-        b.usableBytes = spent + kv;
+        // When the weights and buffers do not fit, usable is the card (the verdict names what overflows).
+        b.usableBytes = std::min(spent + kv, total);
         finishBudget(in, b);
 
         const std::uint64_t tpb = std::max<std::uint64_t>(in.setup.paging.blockTokens, 1);

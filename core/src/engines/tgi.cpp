@@ -147,7 +147,8 @@ public:
                                       "1 - " + percent(wiggle) + " of the memory free after the warm-up (TGI 2.x)"
                                           + (memoryFraction < 1 ? ", and 1 - cuda-memory-fraction of the total" : "")));
         }
-        b.usableBytes = spent + kv;
+        // When the weights and buffers do not fit, usable is the card (the verdict names what overflows).
+        b.usableBytes = std::min(spent + kv, total);
         finishBudget(in, b);
         const std::uint64_t blockTokens = std::max<std::uint64_t>(in.setup.paging.blockTokens, 1);
         const Bytes blockBytes = in.kvBytesPerToken * blockTokens;
