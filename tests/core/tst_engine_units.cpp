@@ -196,3 +196,15 @@ TEST_CASE("SGLang, TGI and TensorRT-LLM refuse GGML weights and llama.cpp KV typ
         CHECK(plan(request(set, engine)).refusals.empty());
     }
 }
+
+TEST_CASE("TensorRT-LLM 0.x: the decoder's output ids are sized by the build limits", "[engines][tensorrt-llm]")
+{
+    const ProfileSet set = builtin();
+    const PlanResult greedy = plan(request(set, "tensorrt-llm@0.8.0",
+                                           {{"max_batch_size", "8"}, {"max_input_len", "1024"}, {"max_output_len", "1024"}}));
+    CHECK(item(greedy.overheads, "decoder_buffers") == 8ull * 2048 * 4);
+    const PlanResult beams = plan(request(set, "tensorrt-llm@0.8.0",
+                                          {{"max_batch_size", "8"}, {"max_seq_len", "4096"}, {"max_beam_width", "4"}}));
+    CHECK(item(beams.overheads, "decoder_buffers") == 8ull * 4 * 4096 * 4 * 3);
+    CHECK(item(plan(request(set, "tensorrt-llm", {{"max_batch_size", "8"}})).overheads, "decoder_buffers") == 0);
+}

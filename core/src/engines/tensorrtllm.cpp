@@ -6,6 +6,8 @@
 // max_batch_size x max_input_len when max_num_tokens is not given):
 //     free  = total - CUDA context - weights (+ a tied output layer stored a second time)
 //             - activations(max_num_tokens) - logits(max_batch_size x beam x vocab x fp32)
+//             - decoder output ids (max_batch_size x beam x max sequence length x int32, x3 with
+//               beam search; cpp/tensorrt_llm/runtime/gptDecoderBatched.cpp setup, 0.x)
 //     kv    = free x free_gpu_memory_fraction                      (C++ runtime KVCacheManager
 //             calculateMaxNumBlocks; tensorrt_llm/_torch/pyexecutor/_util.py for the PyTorch backend)
 //     blocks = kv // (tokens_per_block x kv bytes per token); tokens = min(blocks x tokens_per_block, max_tokens)
@@ -72,6 +74,25 @@ TensorSpec lmHeadSpec(const Architecture& arch)
 bool maxNumTokensFromBatch(const EnginePolicy& policy)
 {
     return compareVersions(appliedEngineVersion(policy), "0.11") < 0;
+}
+
+/// The C++ runtime's decoder (0.x) preallocates its output ids by the build limits; the PyTorch
+/// backend (1.x) samples on the fly.
+bool usesCppDecoder(const EnginePolicy& policy)
+{
+    return compareVersions(appliedEngineVersion(policy), "1.0") < 0;
+}
+
+/// The build's max sequence length: max_seq_len, else (up to 0.10) max_input_len + max_output_len,
+/// else the plan's context.
+std::uint64_t maxSequenceLength(const EngineInputs& in)
+{
+    if (in.settings.given("max_seq_len"))
+        return *in.settings.integer("max_seq_len");
+    if (const auto input = in.settings.integer("max_input_len"))
+        if (const auto output = in.settings.integer("max_output_len"))
+            return *input + *output;
+    return std::max<std::uint64_t>(in.setup.contextTokens, 1);
 }
 
 /// Up to 0.8 the printed count is the tokens before block rounding.
@@ -164,6 +185,17 @@ public:
             const std::uint64_t vocab = ceilDiv(arch.vocabSize, tp);
             b.overheads.push_back(item("logits_buffer", Bytes{checkedMul(checkedMul(batch, vocab, "logits"), 4, "logits")},
                                        "max_batch_size x beam " + formatThousands(batch) + " x vocab x fp32"));
+        }
+        if (usesCppDecoder(e) && batch > 0) {
+            // The decoder's output ids [max_batch_size, beam, max sequence length] int32, and with
+            // beam search its gathered and parent ids of the same shape (gptDecoderBatched.cpp setup).
+            const std::uint64_t beams = in.settings.integer("max_beam_width").value_or(1);
+            const std::uint64_t copies = beams > 1 ? 3 : 1;
+            const std::uint64_t bytes = checkedMul(checkedMul(checkedMul(batch, maxSequenceLength(in), "decoder"), 4, "decoder"),
+                                                   copies, "decoder");
+            b.overheads.push_back(item("decoder_buffers", Bytes{bytes},
+                                       "output ids of max_batch_size x beam x max sequence length int32"
+                                           + std::string(beams > 1 ? " (and gathered and parent ids)" : "")));
         }
         const Bytes spent = in.weightsBytes + totalBytes(b.overheads);
         const Bytes freeAfter = saturatingSub(total, spent);
