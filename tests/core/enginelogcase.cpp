@@ -1,5 +1,6 @@
 #include "enginelogcase.h"
 
+#include "headroom/core/engines/engine.h"
 #include "headroom/core/importers/hfconfig.h"
 #include "headroom/core/resolve.h"
 
@@ -82,55 +83,67 @@ double fromBytes(double bytes, const std::string& unit)
     return bytes;
 }
 
-double parseNumber(const std::string& text, const std::string& key, bool& ok)
+// A whole number in a setting's text, else nothing.
+std::optional<std::uint64_t> integerOf(const std::string& text)
 {
-    try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        ok = used == text.size();
-        return v;
-    } catch (...) {
-        ok = false;
-        (void)key;
-        return 0;
-    }
+    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    return std::stoull(text);
 }
 
-// The settings the current planner understands, in each engine's spelling. (The engine units'
-// own settings mechanism replaces this as it lands.)
-tl::expected<void, std::string> applySettings(const EngineLogCase& c, PlanRequest& r)
+// True when the engine unit declares @p key (its spelling or an alias; leading dashes ignored).
+bool unitKnows(const std::vector<SettingSpec>& specs, std::string key)
 {
-    for (const auto& [key, value] : c.settings) {
-        bool ok = true;
-        const double v = parseNumber(value, key, ok);
-        if (key == "gpu-memory-utilization" || key == "mem-fraction-static" || key == "free_gpu_memory_fraction"
-            || key == "cuda-memory-fraction") {
-            if (!ok)
-                return tl::unexpected(c.file + ": /settings/" + key + ": expected a number, found '" + value + "'");
-            r.engine.memoryFraction = v;
-        } else if (key == "max-model-len" || key == "context-length" || key == "max-total-tokens" || key == "-c"
-                   || key == "num_ctx") {
-            if (!ok)
-                return tl::unexpected(c.file + ": /settings/" + key + ": expected a number, found '" + value + "'");
-            r.contextTokens = static_cast<std::uint64_t>(v);
-        } else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "max-batch-prefill-tokens"
-                   || key == "max_num_tokens" || key == "-ub") {
-            if (ok)
-                r.ubatchTokens = static_cast<std::uint64_t>(v);
-        } else if (key == "OLLAMA_NUM_PARALLEL" || key == "-np" || key == "--parallel") {
-            if (ok)
-                r.users = static_cast<std::uint64_t>(v);
-        } else if (key == "block-size" || key == "page-size" || key == "tokens_per_block") {
-            if (ok)
-                r.engine.blockTokens = static_cast<std::uint64_t>(v);
-        }
-        // Other settings are kept in the case (and shown by the table) until a unit reads them.
+    while (!key.empty() && key.front() == '-')
+        key.erase(key.begin());
+    for (const SettingSpec& spec : specs) {
+        if (spec.key == key || std::find(spec.aliases.begin(), spec.aliases.end(), key) != spec.aliases.end())
+            return true;
     }
-    return {};
+    return false;
+}
+
+// The engine's own figure a case figure names (engines/bill.h EngineFigure names).
+const EngineFigure* engineFigure(const PlanResult& p, const std::string& caseName)
+{
+    static const std::map<std::string, std::vector<std::string>> names = {
+        {"num_gpu_blocks", {"num_gpu_blocks"}},
+        {"kv_cache_tokens", {"gpu_kv_cache_tokens"}},
+        {"max_concurrency", {"maximum_concurrency"}},
+        {"max_total_num_tokens", {"max_total_num_tokens"}},
+        {"max_batch_total_tokens", {"max_batch_total_tokens"}},
+        {"max_kv_tokens", {"max_kv_tokens"}},
+        {"kv_blocks", {"kv_blocks"}},
+        {"kv_buffer_mib", {"kv_buffer", "kv_buffer_bytes", "memory_required_kv"}},
+        {"compute_buffer_mib", {"compute_buffer", "compute_buffer_bytes", "memory_graph_full"}},
+        {"kv_cells", {"kv_cells", "kv_size"}},
+    };
+    const auto it = names.find(caseName);
+    if (it == names.end())
+        return nullptr;
+    for (const std::string& n : it->second)
+        for (const EngineFigure& f : p.engineFigures)
+            if (f.name == n)
+                return &f;
+    return nullptr;
+}
+
+// An engine figure in the case's unit.
+double inCaseUnit(const EngineFigure& f, const std::string& unit)
+{
+    if (f.unit == "bytes")
+        return fromBytes(f.value, unit);
+    if (f.unit == "MiB" && unit == "GiB")
+        return f.value / 1024.0;
+    if (f.unit == "GiB" && unit == "MiB")
+        return f.value * 1024.0;
+    return f.value;
 }
 
 std::optional<double> predictedFigure(const PrintedFigure& f, const PlanResult& p)
 {
+    if (const EngineFigure* e = engineFigure(p, f.name))
+        return inCaseUnit(*e, f.unit);
     const double block = static_cast<double>(p.paging.blockTokens);
     if (f.name == "num_gpu_blocks" || f.name == "kv_blocks")
         return static_cast<double>(p.kvBlocks);
@@ -340,43 +353,68 @@ tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, co
     } else {
         r.card = anonymousCard(c.id, Bytes{*c.cardTotalBytes});
     }
-    auto engine = resolveEngine(c.engine, profiles);
-    if (!engine)
-        return tl::unexpected(c.file + ": /engine: " + engine.error());
+    // The profile of the case's version; a version no profile covers runs the current profile's
+    // constants with the unit's rules of that version.
+    auto engine = resolveEngine(c.engine + "@" + c.engineVersion, profiles);
+    if (!engine) {
+        engine = resolveEngine(c.engine, profiles);
+        if (!engine)
+            return tl::unexpected(c.file + ": /engine: " + engine.error());
+        engine->requestedVersion = c.engineVersion;
+    }
     r.engine = *engine;
     r.tensorParallel = c.tensorParallel;
     r.pipelineParallel = c.pipelineParallel;
-    if (auto s = applySettings(c, r); !s)
-        return tl::unexpected(s.error());
+    // The settings the unit knows, in the engine's spelling; the others (dtype, prefix caching)
+    // are already in the case's weights/kv_dtype or do not size memory.
+    // Settings with a generic twin (memory fraction, context, users, micro-batch) go to the generic fields, so that a
+    // caller may re-ask the plan at another context (enginelog/calibration.h calibratedAt).
+    const std::vector<SettingSpec>& specs = engineFor(r.engine.kind).settings();
+    for (const auto& [key, value] : c.settings) {
+        const auto n = integerOf(value);
+        if ((key == "gpu-memory-utilization" || key == "mem-fraction-static" || key == "free_gpu_memory_fraction")
+            && !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos)
+            r.engine.memoryFraction = std::stod(value); // the profile's default for this plan (calibration varies it)
+        else if (n && (key == "max-model-len" || key == "context-length" || key == "num_ctx" || key == "-c"))
+            r.contextTokens = *n;
+        else if (n && (key == "OLLAMA_NUM_PARALLEL" || key == "-np" || key == "--parallel"))
+            r.users = *n;
+        else if (n && (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "max-batch-prefill-tokens"
+                       || key == "-ub" || key == "max_num_tokens"))
+            r.ubatchTokens = *n;
+        else if (unitKnows(specs, key))
+            r.engineSettings.push_back({key, value});
+    }
     return r;
 }
+
+namespace {
+
+void accumulate(AccuracySummary& s, const CaseOutcome& c)
+{
+    ++s.cases;
+    for (const FigureOutcome& f : c.figures)
+        if (f.headline) {
+            ++s.headline;
+            s.within += f.within ? 1 : 0;
+        }
+}
+
+} // namespace
 
 AccuracySummary AccuracyReport::total() const
 {
     AccuracySummary s;
-    for (const CaseOutcome& c : cases) {
-        ++s.cases;
-        for (const FigureOutcome& f : c.figures)
-            if (f.headline) {
-                ++s.headline;
-                s.within += f.within ? 1 : 0;
-            }
-    }
+    for (const CaseOutcome& c : cases)
+        accumulate(s, c);
     return s;
 }
 
 std::map<std::string, AccuracySummary> AccuracyReport::byEngine() const
 {
     std::map<std::string, AccuracySummary> out;
-    for (const CaseOutcome& c : cases) {
-        AccuracySummary& s = out[c.engine];
-        ++s.cases;
-        for (const FigureOutcome& f : c.figures)
-            if (f.headline) {
-                ++s.headline;
-                s.within += f.within ? 1 : 0;
-            }
-    }
+    for (const CaseOutcome& c : cases)
+        accumulate(out[c.engine], c);
     return out;
 }
 

@@ -23,7 +23,7 @@ namespace {
 // issue 9 is 90 %; until every engine unit has landed, the floor is what the corpus reaches
 // today (a regression guard) and each case that should pass is asserted on its own.
 constexpr double kAcceptanceTarget = 0.90;
-constexpr double kHeadlineFloor = 0.0;
+constexpr double kHeadlineFloor = 0.10; // 6 of 46 on 2026-12-01 (SGLang/TGI/TensorRT-LLM units in, vLLM rules pending)
 
 } // namespace
 

@@ -1,41 +1,108 @@
-// SGLang: mem_fraction_static of the card (python/sglang/srt/server_args.py
-// _handle_gpu_memory_settings; the pool in python/sglang/srt/model_executor/model_runner.py
-// profile_max_num_token). The rule arithmetic is enginerules.h sglangMemFractionStatic.
+// SGLang: the KV pool is what the weights leave of mem_fraction_static x the memory that was free
+// at start-up (after the CUDA context and the torch.distributed/NCCL init), not of the card total:
+//     rest   = free_after_weights - free_at_start x (1 - mem_fraction_static)        [GB = 2^30 B]
+//     tokens = int(rest x 2^30 // cell_size)          cell_size = H_kv/tp x (d_k + d_v) x L x dtype
+//                                                     (MLA: (kv_lora_rank + rope_dim) x L x dtype)
+// Rules read from the source:
+//   - pool: python/sglang/srt/model_executor/model_runner.py profile_max_num_token (v0.3-v0.4.x;
+//     e.g. v0.4.3: `rest_memory = available_gpu_memory - total_gpu_memory * (1 - self.mem_fraction_static)`,
+//     total_gpu_memory = the free memory measured before the weights load), and today
+//     model_runner_kv_cache_mixin.py _profile_available_bytes (`post_model_load_memory -
+//     pre_model_load_memory * (1 - mem_fraction_static)`) with pool_configurator.py
+//     DefaultPoolConfigurator (cell size; the pool rounded down to page_size);
+//   - default mem_fraction_static: python/sglang/srt/server_args.py __post_init__ up to v0.4.x
+//     (by tp size: 0.88 / 0.87 at tp 2 / 0.85 at tp 4 / 0.81 at tp 8 / 0.79 at tp 16), and
+//     _handle_gpu_memory_settings today (reserved-memory formula, enginerules.h
+//     sglangMemFractionStatic; server_args.py @ 037c3982);
+//   - CUDA graphs are captured after the pool is allocated (model_runner.py init_cuda_graphs), so
+//     they come out of the (1 - mem_fraction_static) slack, not out of the pool.
 
 #include "common.h"
 
 #include "headroom/core/enginerules.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace headroom::engines {
 
 namespace {
 
+/// torch.distributed + NCCL init on each rank when tp x pp > 1: "Init torch distributed ends.
+/// mem usage=0.13 GB" (SGLang 0.4.3 QwQ-32B start-up log on 4 x L4, nccl 2.21.5;
+/// tests/data/engine-logs/sglang-0.4.3-qwq-32b-4xl4-tp4.json).
+constexpr std::uint64_t kDistributedInitBytes = 139586437; // 0.13 GiB
+
 // SGLang's argparse takes the dashed spelling; the Python API (ServerArgs) the underscored one.
-SettingSpec spec(std::string key, SettingType type, std::string defaultValue, std::string help, double lo = 0, double hi = 0)
+SettingSpec spec(std::string key, SettingType type, std::string defaultValue, std::string help, double lo = 0, double hi = 0,
+                 std::vector<std::string> choices = {}, std::vector<std::string> extraAliases = {})
 {
     std::string underscored = key;
     for (char& c : underscored)
         if (c == '-')
             c = '_';
-    return makeSpec(std::move(key), type, std::move(defaultValue), std::move(help), lo, hi, {}, {underscored});
+    extraAliases.push_back(underscored);
+    return makeSpec(std::move(key), type, std::move(defaultValue), std::move(help), lo, hi, std::move(choices),
+                    std::move(extraAliases));
 }
 
 const std::vector<SettingSpec>& sglangSettings()
 {
     static const std::vector<SettingSpec> specs = {
         spec("mem-fraction-static", SettingType::Number, "",
-             "fraction of the card for weights + KV pool; default: SGLang's rule by card size", 0, 1),
-        spec("max-running-requests", SettingType::Integer, "", "most requests running at once: caps max_users", 1, kMaxSequences),
-        spec("chunked-prefill-size", SettingType::Integer, "", "prefill chunk; default: --ubatch, else the profile's", 1,
+             "fraction of the memory free at start-up for weights + KV pool; default: SGLang's rule of the version "
+             "(server_args.py)",
+             0, 1),
+        spec("max-running-requests", SettingType::Integer, "", "most requests running at once: caps max_users", 1,
              kMaxSequences),
-        spec("cuda-graph-max-bs", SettingType::Integer, "", "largest batch captured in CUDA graphs", 1, kMaxSequences),
-        spec("page-size", SettingType::Integer, "", "tokens per KV page; default: the profile's (1)", 1, 1024),
+        spec("chunked-prefill-size", SettingType::Integer, "",
+             "prefill chunk; default: --ubatch, else SGLang's by card size (2048 under 25 GB)", 1, kMaxSequences),
+        spec("cuda-graph-max-bs", SettingType::Integer, "", "largest batch captured in CUDA graphs (in the reserved-memory rule)",
+             1, kMaxSequences),
+        spec("page-size", SettingType::Integer, "", "tokens per KV page; the pool is rounded down to it (default 1)", 1, 1024),
         spec("max-total-tokens", SettingType::Integer, "", "caps the KV pool at this many tokens", 1, kMaxTokens),
-        spec("context-length", SettingType::Integer, "", "context per request; default: --context", 1, kMaxTokens),
+        spec("context-length", SettingType::Integer, "", "context per request; default: --context, else the model's", 1,
+             kMaxTokens),
+        spec("tp-size", SettingType::Integer, "", "tensor parallel size; default: --tp", 1, 1024, {},
+             {"tp", "tensor-parallel-size", "tensor_parallel_size"}),
+        spec("pp-size", SettingType::Integer, "", "pipeline parallel size; default: --pp", 1, 1024, {},
+             {"pipeline-parallel-size", "pipeline_parallel_size"}),
+        spec("kv-cache-dtype", SettingType::Choice, "", "KV cache dtype; auto = the model's 16-bit dtype", 0, 0,
+             {"auto", "bf16", "fp8_e4m3", "fp8_e5m2"}),
     };
     return specs;
+}
+
+std::string kvIdFromSglang(const std::string& v)
+{
+    if (v == "auto")
+        return "";
+    return v; // bf16, fp8_e4m3, fp8_e5m2 are kvcache.h ids
+}
+
+std::string sglangFromKvId(const std::string& id)
+{
+    return isDefaultKvDtype(id) ? "auto" : id;
+}
+
+/// SGLang up to v0.4.x: mem_fraction_static by tensor-parallel size (server_args.py __post_init__).
+double mfsByTensorParallel(std::uint32_t tp)
+{
+    if (tp >= 16)
+        return 0.79;
+    if (tp >= 8)
+        return 0.81;
+    if (tp >= 4)
+        return 0.85;
+    if (tp >= 2)
+        return 0.87;
+    return 0.88;
+}
+
+/// The reserved-memory rule (v0.5 on) arrived with _handle_gpu_memory_settings.
+bool usesReservedMemoryRule(const EnginePolicy& policy)
+{
+    return compareVersions(appliedEngineVersion(policy), "0.5") >= 0;
 }
 
 class SgLangEngine final : public Engine {
@@ -53,8 +120,6 @@ public:
             return tl::unexpected(ctx.error());
         setup.contextTokens = ctx->value_or(0);
         setup.contextAsked = r.contextTokens.has_value() || s.given("context-length");
-        if (s.given("context-length"))
-            setup.askedContextTokens = setup.contextTokens;
         auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "chunked-prefill-size", name, r.engine.ubatchTokens);
         if (!ub)
             return tl::unexpected(ub.error());
@@ -63,36 +128,86 @@ public:
         if (!page)
             return tl::unexpected(page.error());
         setup.paging.blockTokens = **page;
+        auto tp = reconcileParallel(r.tensorParallel, "--tp", s, "tp-size", name);
+        if (!tp)
+            return tl::unexpected(tp.error());
+        setup.tensorParallel = *tp;
+        auto pp = reconcileParallel(r.pipelineParallel, "--pp", s, "pp-size", name);
+        if (!pp)
+            return tl::unexpected(pp.error());
+        setup.pipelineParallel = *pp;
+        auto kv = reconcileKvDtype(r.kvDtype, s, "kv-cache-dtype", name, &kvIdFromSglang, &sglangFromKvId);
+        if (!kv)
+            return tl::unexpected(kv.error());
+        setup.kvDtypeId = *kv;
         if (s.given("max-running-requests")) {
             setup.maxSequences = s.integer("max-running-requests");
-            setup.maxSequencesSetting = "--max-running-requests";
+            setup.maxSequencesSetting = "max-running-requests";
         }
         if (!s.find("mem-fraction-static")) {
-            const double mfs = r.engine.memoryFraction > 0
-                ? r.engine.memoryFraction
-                : sglangMemFractionStatic(r.card.totalBytes, setup.tensorParallel, setup.pipelineParallel);
+            double mfs = 0;
+            if (r.engine.memoryFraction > 0)
+                mfs = r.engine.memoryFraction;
+            else if (usesReservedMemoryRule(r.engine))
+                mfs = sglangMemFractionStatic(r.card.totalBytes, setup.tensorParallel, setup.pipelineParallel);
+            else
+                mfs = mfsByTensorParallel(setup.tensorParallel);
             s.setDerived(derivedNumber("mem-fraction-static", mfs));
         }
         return setup;
     }
 
+    std::vector<EngineRefusal> compatibility(const PlanRequest& r, const EngineSetup& setup) const override
+    {
+        std::vector<EngineRefusal> out = Engine::compatibility(r, setup);
+        if (r.format.kind == FormatKind::Ggml)
+            out.push_back({FitLimit::EngineFormat,
+                           "SGLang loads Hugging Face checkpoints (fp16/bf16, fp8, GPTQ/AWQ), not GGML type " + r.format.id + " (python/sglang/srt/configs/model_config.py)"});
+        if (setup.kvDtypeId == "q8_0" || setup.kvDtypeId == "q4_0")
+            out.push_back({FitLimit::EngineKvDtype,
+                           "SGLang has no " + setup.kvDtypeId + " KV cache (kv-cache-dtype: auto, bf16, fp8_e4m3, fp8_e5m2)" + " (python/sglang/srt/server_args.py)"});
+        return out;
+    }
+
     EngineBill bill(const EngineInputs& in) const override
     {
-        const Bytes total = in.request.card.totalBytes;
-        const double mfs = in.settings.number("mem-fraction-static").value_or(0);
+        const PlanRequest& r = in.request;
+        const EnginePolicy& e = r.engine;
+        const Bytes total = r.card.totalBytes;
+        const double mfs = in.settings.number("mem-fraction-static").value_or(0.88);
+        const bool distributed = in.setup.tensorParallel * in.setup.pipelineParallel > 1;
         EngineBill b;
-        b.usableBytes = fraction(total, mfs);
-        b.reserved.push_back(item("mem_fraction_static_headroom", total - b.usableBytes,
-                                  "mem_fraction_static " + std::to_string(mfs).substr(0, 5)));
-        addRuntimeItems(in, false, b.overheads);
+        const Bytes context = r.measured.runtimeBytes.value_or(e.runtimeBytes);
+        b.overheads.push_back(item("cuda_context", context,
+                                   r.measured.runtimeBytes ? "measured" : "CUDA context before the weights load (engine profile)"));
+        if (distributed)
+            b.overheads.push_back(item("distributed_init", Bytes{kDistributedInitBytes},
+                                       "torch.distributed + NCCL init per rank (measured, SGLang 0.4.3 log)"));
+        const Bytes freeAtStart = saturatingSub(total, totalBytes(b.overheads));
+        if (e.workspaceBytes.value > 0)
+            b.overheads.push_back(item("load_overhead", e.workspaceBytes,
+                                       "memory the weight load takes beyond the tensors (engine profile)"));
+        const Bytes slack = saturatingSub(freeAtStart, fraction(freeAtStart, mfs));
+        b.reserved.push_back(item("mem_fraction_static_slack", slack,
+                                  "(1 - mem_fraction_static " + percent(mfs) + ") of the " + formatBytes(freeAtStart)
+                                      + " free at start-up; CUDA graphs and activations live here"));
+        b.usableBytes = saturatingSub(total, slack);
         finishBudget(in, b);
-        if (const auto cap = in.settings.integer("max-total-tokens")) {
-            const Bytes capped = in.kvBytesPerToken * *cap;
-            if (capped < b.kvBudgetBytes) {
-                b.kvBudgetBytes = capped;
-                b.notes.push_back("KV pool capped by max-total-tokens=" + formatThousands(*cap));
-            }
+
+        // max_total_num_tokens = int(rest // cell_size), rounded down to the page, capped by max-total-tokens.
+        const std::uint64_t cell = std::max<std::uint64_t>(in.kvBytesPerToken.value, 1);
+        const std::uint64_t page = std::max<std::uint64_t>(in.setup.paging.blockTokens, 1);
+        std::uint64_t tokens = b.kvBudgetBytes.value / cell / page * page;
+        if (const auto cap = in.settings.integer("max-total-tokens"); cap && *cap < tokens) {
+            tokens = *cap / page * page;
+            b.notes.push_back("KV pool capped by max-total-tokens=" + formatThousands(*cap));
         }
+        b.kvBudgetBytes = Bytes{tokens * cell};
+        b.kvBlocks = tokens / page;
+        b.figures.push_back({"max_total_num_tokens", static_cast<double>(tokens), "tokens",
+                             "max_total_num_tokens=" + std::to_string(tokens) + " (python/sglang/srt/model_executor/model_runner.py)"});
+        b.notes.push_back("SGLang sizes the pool from the memory free at start-up (" + formatBytes(freeAtStart)
+                          + "), not the card total; CUDA graphs are captured afterwards, in the slack");
         return b;
     }
 };

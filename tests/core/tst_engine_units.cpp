@@ -1,0 +1,210 @@
+// The SGLang, TGI and TensorRT-LLM units: each rule as the engine's source has it, version by
+// version (core/src/engines/{sglang,tgi,tensorrtllm}.cpp), their settings and their refusals.
+
+#include "archfixtures.h"
+#include "fixtures.h"
+
+#include "headroom/core/enginerules.h"
+#include "headroom/core/plan.h"
+#include "headroom/core/profiles.h"
+#include "headroom/core/resolve.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace headroom;
+
+namespace {
+
+constexpr std::uint64_t kCard = 25'386'024'960ull; // RTX 4090, driver-reported total
+
+ProfileSet builtin()
+{
+    auto set = loadProfiles(test::sourcePath("profiles"));
+    INFO((set ? std::string() : toString(set.error())));
+    REQUIRE(set);
+    return *set;
+}
+
+PlanRequest request(const ProfileSet& set, const std::string& engine, std::vector<EngineSetting> settings = {},
+                    const Architecture& arch = test::llama31_8b())
+{
+    PlanRequest r;
+    r.model.id = arch.family;
+    r.model.architecture = arch;
+    r.format = *findFormat("bf16");
+    r.kvDtype = *findKvDtype("fp16");
+    r.card = anonymousCard("test", Bytes{kCard});
+    auto e = resolveEngine(engine, set);
+    INFO(engine << ": " << (e ? std::string() : e.error()));
+    REQUIRE(e);
+    r.engine = *e;
+    r.engineSettings = std::move(settings);
+    return r;
+}
+
+PlanResult plan(const PlanRequest& r)
+{
+    auto p = makePlan(r);
+    INFO((p ? std::string() : p.error()));
+    REQUIRE(p);
+    return *p;
+}
+
+double setting(const PlanResult& p, const std::string& key)
+{
+    for (const SettingValue& v : p.engineSettings)
+        if (v.key == key)
+            return v.number;
+    FAIL("no setting " << key);
+    return 0;
+}
+
+double figure(const PlanResult& p, const std::string& name)
+{
+    for (const EngineFigure& f : p.engineFigures)
+        if (f.name == name)
+            return f.value;
+    FAIL("no figure " << name);
+    return 0;
+}
+
+std::uint64_t item(const std::vector<OverheadItem>& items, const std::string& name)
+{
+    for (const OverheadItem& i : items)
+        if (i.name == name)
+            return i.bytes.value;
+    return 0;
+}
+
+bool refuses(const PlanResult& p, FitLimit limit)
+{
+    for (const EngineRefusal& r : p.refusals)
+        if (r.limit == limit)
+            return true;
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("SGLang: mem_fraction_static of the memory free at start-up, by version", "[engines][sglang]")
+{
+    const ProfileSet set = builtin();
+    // Up to 0.4.x the default follows the tensor-parallel size (server_args.py __post_init__).
+    for (auto [tp, mfs] : {std::pair{1u, 0.88}, {2u, 0.87}, {4u, 0.85}, {8u, 0.81}, {16u, 0.79}}) {
+        PlanRequest r = request(set, "sglang@0.4.3");
+        r.tensorParallel = tp;
+        CHECK(setting(plan(r), "mem-fraction-static") == Approx(mfs));
+    }
+    // From 0.5 the reserved-memory rule.
+    const PlanResult now = plan(request(set, "sglang"));
+    CHECK(setting(now, "mem-fraction-static") == Approx(sglangMemFractionStatic(Bytes{kCard}, 1, 1)));
+
+    // The pool: mfs x (total - context) - weights - load overhead, in whole cells.
+    PlanRequest r = request(set, "sglang", {{"mem-fraction-static", "0.8"}});
+    const PlanResult p = plan(r);
+    const std::uint64_t context = item(p.overheads, "cuda_context");
+    CHECK(context == r.engine.runtimeBytes.value);
+    CHECK(item(p.overheads, "distributed_init") == 0); // one rank
+    const std::uint64_t freeAtStart = kCard - context;
+    const auto rest = static_cast<std::uint64_t>(std::floor(static_cast<double>(freeAtStart) * 0.8)) - p.weightsBytes.value
+        - item(p.overheads, "load_overhead");
+    const std::uint64_t cell = p.kvBytesPerToken.value;
+    CHECK(cell == 131'072);
+    CHECK(figure(p, "max_total_num_tokens") == static_cast<double>(rest / cell));
+    CHECK(p.maxResidentTokens == rest / cell);
+
+    // TP 2: NCCL init on each rank, KV heads split.
+    PlanRequest r2 = request(set, "sglang", {{"mem-fraction-static", "0.8"}, {"tp", "2"}});
+    const PlanResult p2 = plan(r2);
+    CHECK(item(p2.overheads, "distributed_init") > 0);
+    CHECK(p2.kvBytesPerToken.value == 65'536);
+
+    // page-size rounds the pool down to whole pages; max-total-tokens caps it.
+    const PlanResult paged = plan(request(set, "sglang", {{"mem-fraction-static", "0.8"}, {"page-size", "64"}}));
+    CHECK(static_cast<std::uint64_t>(figure(paged, "max_total_num_tokens")) % 64 == 0);
+    CHECK(plan(request(set, "sglang", {{"max-total-tokens", "1000"}})).maxResidentTokens == 1000);
+}
+
+TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the total (3.x)", "[engines][tgi]")
+{
+    const ProfileSet set = builtin();
+    const PlanResult v2 = plan(request(set, "tgi@2.4.1"));
+    const PlanResult v3 = plan(request(set, "tgi@3.3.7"));
+    CHECK(setting(v2, "TGI_WIGGLE_ROOM") == Approx(0.90));
+    CHECK(setting(v3, "TGI_WIGGLE_ROOM") == Approx(0.90));
+    CHECK(setting(plan(request(set, "tgi@2.0.4")), "TGI_WIGGLE_ROOM") == Approx(0.95));
+    CHECK(setting(plan(request(set, "tgi@3.1.0")), "TGI_WIGGLE_ROOM") == Approx(0.93));
+    // Same card, model and warm-up: only the rule differs.
+    const std::uint64_t spent = v2.weightsBytes.value + totalBytes(v2.overheads).value;
+    REQUIRE(spent == v3.weightsBytes.value + totalBytes(v3.overheads).value);
+    const std::uint64_t freeAfter = kCard - spent;
+    const std::uint64_t block = 16 * v2.kvBytesPerToken.value;
+    const auto kv2 = static_cast<std::uint64_t>(std::floor(static_cast<double>(freeAfter) * 0.90));
+    const std::uint64_t kv3 = freeAfter - (kCard - static_cast<std::uint64_t>(std::floor(static_cast<double>(kCard) * 0.90)));
+    CHECK(v2.kvBlocks == kv2 / block);
+    CHECK(v3.kvBlocks == kv3 / block);
+    CHECK(figure(v3, "max_batch_total_tokens") == static_cast<double>(v3.kvBlocks * 16));
+    CHECK(v3.kvBlocks < v2.kvBlocks); // 10 % of the total is more than 10 % of what is left
+    // The warm-up prefill prices its activations and its prefill_logprobs logits.
+    CHECK(item(v2.overheads, "warmup_logits") == 4096ull * 128'256 * 4);
+    // The attention backend sets the block size.
+    CHECK(plan(request(set, "tgi", {{"ATTENTION", "flashinfer"}})).paging.blockTokens == 1);
+    CHECK(plan(request(set, "tgi", {{"ATTENTION", "flashdecoding"}})).paging.blockTokens == 256);
+}
+
+TEST_CASE("TensorRT-LLM: the build limits size the engine, the KV cache takes a share of what is left", "[engines][tensorrt-llm]")
+{
+    const ProfileSet set = builtin();
+    // Up to 0.10 max_num_tokens defaults to max_batch_size x max_input_len; from 0.11 to 8192.
+    const PlanResult old = plan(request(set, "tensorrt-llm@0.5.0", {{"max_batch_size", "25"}, {"max_input_len", "2048"}}));
+    CHECK(setting(old, "max_num_tokens") == 51200);
+    const PlanResult v13 = plan(request(set, "tensorrt-llm@0.13.0", {{"max_batch_size", "25"}, {"max_input_len", "2048"}}));
+    CHECK(setting(v13, "max_num_tokens") == 8192);
+    CHECK(v13.paging.blockTokens == 64);
+    CHECK(plan(request(set, "tensorrt-llm")).paging.blockTokens == 32);
+    // KV = free_gpu_memory_fraction x (total - context - weights - activations - logits).
+    const std::uint64_t spent = v13.weightsBytes.value + totalBytes(v13.overheads).value;
+    const auto kv = static_cast<std::uint64_t>(std::floor(static_cast<double>(kCard - spent) * 0.9));
+    const std::uint64_t perToken = v13.kvBytesPerToken.value;
+    CHECK(v13.kvBlocks == kv / (perToken * 64));
+    CHECK(figure(v13, "max_kv_tokens") == static_cast<double>(v13.kvBlocks * 64)); // 0.9 on: block-rounded
+    CHECK(figure(old, "max_kv_tokens") > figure(old, "kv_blocks") * 64 - 64);       // 0.8 and before: unrounded
+    CHECK(item(v13.overheads, "logits_buffer") == 25ull * 128'256 * 4);
+    // max_tokens caps the cache.
+    CHECK(figure(plan(request(set, "tensorrt-llm", {{"max_tokens", "4096"}})), "max_kv_tokens") == 4096);
+    // A tied output layer is stored twice.
+    Architecture tied = test::llama31_8b();
+    tied.tiedEmbeddings = true;
+    CHECK(item(plan(request(set, "tensorrt-llm", {}, tied)).overheads, "tied_output_copy") == 128'256ull * 4096 * 2);
+}
+
+TEST_CASE("SGLang, TGI and TensorRT-LLM refuse GGML weights and llama.cpp KV types", "[engines][compatibility]")
+{
+    const ProfileSet set = builtin();
+    for (const char* engine : {"sglang", "tgi", "tensorrt-llm"}) {
+        INFO(engine);
+        PlanRequest ggml = request(set, engine);
+        ggml.format = *findFormat("q4_k");
+        const PlanResult p = plan(ggml);
+        CHECK(refuses(p, FitLimit::EngineFormat));
+        CHECK_FALSE(p.fits);
+        PlanRequest q8 = request(set, engine);
+        q8.kvDtype = *findKvDtype("q8_0");
+        CHECK(refuses(plan(q8), FitLimit::EngineKvDtype));
+        CHECK(plan(request(set, engine)).refusals.empty());
+    }
+}
+
+TEST_CASE("TensorRT-LLM 0.x: the decoder's output ids are sized by the build limits", "[engines][tensorrt-llm]")
+{
+    const ProfileSet set = builtin();
+    const PlanResult greedy = plan(request(set, "tensorrt-llm@0.8.0",
+                                           {{"max_batch_size", "8"}, {"max_input_len", "1024"}, {"max_output_len", "1024"}}));
+    CHECK(item(greedy.overheads, "decoder_buffers") == 8ull * 2048 * 4);
+    const PlanResult beams = plan(request(set, "tensorrt-llm@0.8.0",
+                                          {{"max_batch_size", "8"}, {"max_seq_len", "4096"}, {"max_beam_width", "4"}}));
+    CHECK(item(beams.overheads, "decoder_buffers") == 8ull * 4 * 4096 * 4 * 3);
+    CHECK(item(plan(request(set, "tensorrt-llm", {{"max_batch_size", "8"}})).overheads, "decoder_buffers") == 0);
+}
