@@ -166,7 +166,10 @@ private:
 
     void priceKv()
     {
-        m_out.kv = kvLayout(m_arch, m_kvDtype, m_setup.tensorParallel, m_firstLayer, m_layerCount);
+        // Separate K and V cache types (llama.cpp -ctk/-ctv): K rows in one, V rows in the other.
+        const std::optional<KvDtype> v =
+            m_setup.kvDtypeVId.empty() ? std::optional<KvDtype>(m_kvDtype) : findKvDtype(m_setup.kvDtypeVId);
+        m_out.kv = kvLayout(m_arch, m_kvDtype, v.value_or(m_kvDtype), m_setup.tensorParallel, m_firstLayer, m_layerCount);
         m_out.kvBytesPerToken = m_out.kv.bytesPerToken();
         if (m_arch.kvHeads > 0 && m_arch.kvHeads < m_setup.tensorParallel && !m_arch.mla.enabled())
             m_out.notes.push_back("KV heads (" + std::to_string(m_arch.kvHeads) + ") fewer than --tp: each device keeps a replicated head");

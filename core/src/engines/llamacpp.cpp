@@ -1,9 +1,13 @@
-// llama.cpp (llama-server with --fit): keep --fit-target MiB free per device, the KV cells of
-// ctx-size padded (256 with flash attention, 32 without), the compute buffer of one ubatch.
-// Rules: common/fit.cpp, src/llama-kv-cache.cpp, src/llama-context.cpp (graph_reserve);
-// settings: common/arg.cpp.
+// llama.cpp (llama-server with --fit): keep --fit-target MiB free per device; the context, KV
+// cache, compute and output buffers as llama.cpp sizes them (engines/llamacppmemory.h, checked
+// against real llama.cpp over the oracle grid of tests/llamacpp/); token_embd in host memory.
+// Rules: common/fit.cpp, src/llama-context.cpp, src/llama-kv-cache.cpp, src/llama-model.cpp;
+// settings: common/arg.cpp (node-llama-cpp 3.21.1's llama.cpp, release v0.4.0).
 
 #include "common.h"
+
+#include "headroom/core/engines/llamacppmemory.h"
+#include "headroom/core/parameters.h"
 
 namespace headroom::engines {
 
@@ -95,32 +99,134 @@ public:
         if (!fa)
             return tl::unexpected(fa.error());
         setup.flashAttention = *fa;
-        setup.paging.cellPadding = std::max<std::uint64_t>(*fa ? r.engine.cellPaddingFlash : r.engine.cellPaddingNoFlash, 1);
         auto k = reconcileKvDtype(r.kvDtype, s, "cache-type-k", name, &kvIdFromGgml, &ggmlFromKvId);
         if (!k)
             return tl::unexpected(k.error());
         auto v = reconcileKvDtype(r.kvDtype, s, "cache-type-v", name, &kvIdFromGgml, &ggmlFromKvId);
         if (!v)
             return tl::unexpected(v.error());
-        if (*k != *v)
-            return tl::unexpected(name + " settings cache-type-k=" + ggmlFromKvId(*k) + " and cache-type-v=" + ggmlFromKvId(*v)
-                                  + " differ: separate K and V cache types are not priced yet; give the same type");
         setup.kvDtypeId = *k;
+        setup.kvDtypeVId = *v;
+        // Cells: with the default non-unified cache each sequence's stream is padded to 256 on its
+        // own (llama_context: n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256)), i.e. 256-cell blocks per
+        // sequence; a unified cache pads the total once.
+        const bool unified = s.boolean("kv-unified").value_or(false);
+        setup.paging.blockTokens = unified ? 1 : 256;
+        setup.paging.cellPadding = unified ? 256 : 1;
         if (!s.find("fit-target"))
             s.setDerived(derivedInteger("fit-target", r.engine.fixedReserve.value / kMiB));
         return setup;
     }
 
+    std::vector<EngineRefusal> compatibility(const PlanRequest& r, const EngineSetup& setup) const override
+    {
+        std::vector<EngineRefusal> out;
+        const FormatKind kind = r.format.kind;
+        if (kind != FormatKind::Ggml && kind != FormatKind::Float)
+            // ggml/include/ggml.h ggml_type; src/llama-model-loader.cpp
+            out.push_back({FitLimit::EngineFormat,
+                           r.engine.name + " runs GGUF files of GGML types (F16, BF16, Q8_0, Q4_K, ...), not "
+                               + r.format.id + " (GPTQ/AWQ, bitsandbytes, fp8 and int checkpoints are other engines' formats)"});
+        for (const std::string& id : {setup.kvDtypeId, setup.kvDtypeVId}) {
+            const std::optional<KvDtype> d = findKvDtype(id.empty() ? "fp16" : id);
+            if (!d || d->id.rfind("fp8", 0) == 0)
+                // common/arg.cpp kv_cache_types
+                out.push_back({FitLimit::EngineKvDtype,
+                               r.engine.name + " has no " + id + " KV cache (cache-type-k/v: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)"});
+        }
+        return out;
+    }
+
     EngineBill bill(const EngineInputs& in) const override
     {
-        const Bytes reserve{checkedMul(in.settings.integer("fit-target").value_or(in.request.engine.fixedReserve.value / kMiB),
+        const PlanRequest& r = in.request;
+        const Bytes reserve{checkedMul(in.settings.integer("fit-target").value_or(r.engine.fixedReserve.value / kMiB),
                                        kMiB, "fit-target")};
+        const llamacpp::ContextSettings ctx = contextSettings(in);
         EngineBill b;
-        b.usableBytes = saturatingSub(in.request.card.totalBytes, reserve);
+        b.usableBytes = saturatingSub(r.card.totalBytes, reserve);
         b.reserved.push_back(item("fit_margin", reserve, "llama.cpp --fit target free per device"));
-        addRuntimeItems(in, true, b.overheads);
-        finishBudget(in, b);
+        const MeasuredOverheads& m = r.measured;
+        b.overheads.push_back(item("cuda_context", m.runtimeBytes.value_or(r.engine.runtimeBytes),
+                                   m.runtimeBytes ? "measured" : "CUDA context (engine profile)"));
+        const llamacpp::ComputeBill compute = llamacpp::computeBuffer(in.arch, ctx);
+        const llamacpp::ContextSizes sizes = llamacpp::contextSizes(in.arch, ctx);
+        b.overheads.push_back(item("compute_buffer", m.activationPeakBytes.value_or(compute.deviceBytes),
+                                   m.activationPeakBytes
+                                       ? std::string("measured")
+                                       : "reserve graph of " + std::to_string(sizes.reserveTokens) + " tokens ("
+                                           + compute.binding + " stage; logits " + formatBytes(compute.logitsBytes)
+                                           + " on the output layer's device)"));
+        // token_embd stays in host memory (llama_model::load_tensors: "the input layer is always on
+        // the CPU"); a tied lm_head is a copy of it on the device.
+        const Bytes hostEmbedding = in.arch.tiedEmbeddings ? Bytes{} : tokenEmbeddingBytes(in);
+        const Bytes deviceWeights = saturatingSub(in.weightsBytes, hostEmbedding);
+        b.kvBudgetBytes = saturatingSub(b.usableBytes, deviceWeights + totalBytes(b.overheads));
+        if (hostEmbedding.value > 0)
+            b.notes.push_back("token_embd (" + formatBytes(hostEmbedding) + ") stays in host memory; the device holds "
+                              + formatBytes(deviceWeights) + " of weights");
+        if (auto why = llamacpp::refusal(in.arch, ctx))
+            b.refusals.push_back({FitLimit::EngineRefusesToStart, *why}); // src/llama-context.cpp llama_init_from_model
+        const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, ctx);
+        const std::string src = "src/llama-context.cpp, src/llama-kv-cache.cpp";
+        b.figures.push_back({"n_ctx", static_cast<double>(sizes.nCtx), "tokens",
+                             "llama_context: n_ctx = " + std::to_string(sizes.nCtx), src});
+        b.figures.push_back({"kv_cells", static_cast<double>(kv.cells), "tokens",
+                             "llama_kv_cache: size = ... (" + std::to_string(kv.cells) + " cells, ..., "
+                                 + std::to_string(in.setup.users) + "/" + std::to_string(kv.streams) + " seqs)", src});
+        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes", mib(kv.totalBytes()), src});
+        b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
+                             "CUDA0 compute buffer size = " + mib(compute.deviceBytes), "src/llama-context.cpp sched_reserve"});
+        b.figures.push_back({"host_compute_buffer_bytes", static_cast<double>(compute.hostPartBytes.value), "bytes",
+                             "CUDA_Host compute buffer size = " + mib(compute.hostPartBytes), "src/llama-context.cpp sched_reserve"});
+        b.figures.push_back({"cpu_compute_buffer_bytes", static_cast<double>(compute.totalBytes.value), "bytes",
+                             "CPU compute buffer size = " + mib(compute.totalBytes) + " (no GPU)", "src/llama-context.cpp sched_reserve"});
+        const Bytes output = llamacpp::outputBufferBytes(in.arch, ctx);
+        b.figures.push_back({"output_buffer_bytes", static_cast<double>(output.value), "bytes",
+                             "CUDA_Host output buffer size = " + mib(output), "src/llama-context.cpp output_reserve"});
         return b;
+    }
+
+private:
+    static std::string mib(Bytes b)
+    {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b.value) / static_cast<double>(kMiB));
+        return buf;
+    }
+
+    static Bytes tokenEmbeddingBytes(const EngineInputs& in)
+    {
+        Bytes out;
+        for (const TensorSpec& t : listTensors(in.arch))
+            if (t.role == TensorRole::TokenEmbedding)
+                out += tensorBytes(t, in.request.format);
+        return out;
+    }
+
+    // The llama_context_params of the plan: -c = context x sequences (ctx-size), -np, -b, -ub, -fa,
+    // -ctk/-ctv, --swa-full, --kv-unified, and the MLA cache of the version.
+    static llamacpp::ContextSettings contextSettings(const EngineInputs& in)
+    {
+        const EngineSettings& s = in.settings;
+        const EngineSetup& setup = in.setup;
+        llamacpp::ContextSettings c;
+        c.parallel = static_cast<std::uint32_t>(std::min<std::uint64_t>(setup.users, 1u << 20));
+        c.ctxSizeTokens = s.integer("ctx-size").value_or(checkedMul(setup.contextTokens, setup.users, "ctx-size"));
+        if (c.ctxSizeTokens == 0)
+            c.ctxSizeTokens = checkedMul(in.arch.contextLength, 1);
+        c.batchTokens = s.integer("batch-size").value_or(2048);
+        c.ubatchTokens = setup.ubatchTokens > 0 ? setup.ubatchTokens : 512;
+        c.flashAttention = setup.flashAttention;
+        const std::optional<KvDtype> k = findKvDtype(setup.kvDtypeId.empty() ? "fp16" : setup.kvDtypeId);
+        const std::optional<KvDtype> v = findKvDtype(setup.kvDtypeVId.empty() ? setup.kvDtypeId : setup.kvDtypeVId);
+        c.typeK = k.value_or(*findKvDtype("fp16"));
+        c.typeV = v.value_or(c.typeK);
+        c.swaFull = s.boolean("swa-full").value_or(false);
+        c.kvUnified = s.boolean("kv-unified").value_or(false);
+        // The current release caches an MLA layer's latent K only (MlaCache::LatentKOnly); older
+        // eras are in llamacppmemory.h, not yet a profile of their own.
+        return c;
     }
 };
 

@@ -5,6 +5,10 @@
 #include "common.h"
 
 #include "headroom/core/enginerules.h"
+#include "headroom/core/engines/llamacppmemory.h"
+#include "headroom/core/engines/ollamamemory.h"
+
+#include <cstdio>
 
 namespace headroom::engines {
 
@@ -67,6 +71,16 @@ public:
         if (!kv)
             return tl::unexpected(kv.error());
         setup.kvDtypeId = *kv;
+        // Before the llama-server delegation Ollama drops a quantized cache without flash attention
+        // ("quantized kv cache requested but flash attention disabled", v0.5.7 llm/server.go).
+        if (legacy(r.engine) && !setup.flashAttention && !isDefaultKvDtype(setup.kvDtypeId))
+            setup.kvDtypeId = "fp16";
+        // Since v0.30 Ollama starts llama-server with -c num_ctx x parallel -np parallel: each
+        // sequence's stream padded to 256 cells on its own (llamacppmemory.h contextSizes).
+        if (!legacy(r.engine)) {
+            setup.paging.blockTokens = 256;
+            setup.paging.cellPadding = 1;
+        }
         return setup;
     }
 
@@ -79,9 +93,71 @@ public:
         b.reserved.push_back(item("minimum_memory", e.fixedReserve, "Ollama MinimumMemory per CUDA GPU"));
         if (overhead.value > 0)
             b.reserved.push_back(item("gpu_overhead", overhead, "OLLAMA_GPU_OVERHEAD"));
-        addRuntimeItems(in, true, b.overheads);
+        addRuntimeItems(in, false, b.overheads);
+        if (legacy(e))
+            legacyBill(in, b);
+        else
+            llamaServerBill(in, b);
         finishBudget(in, b);
         return b;
+    }
+
+private:
+    // Ollama's own estimator decided the bill before v0.12.11 (profile ollama-0.5).
+    static bool legacy(const EnginePolicy& e) { return compareVersions(appliedEngineVersion(e), "0.12.11") < 0; }
+
+    static std::string mib(Bytes b)
+    {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b.value) / static_cast<double>(kMiB));
+        return buf;
+    }
+
+    static void legacyBill(const EngineInputs& in, EngineBill& b)
+    {
+        ollama::Settings s;
+        s.numCtx = in.setup.contextTokens;
+        s.numParallel = static_cast<std::uint32_t>(std::min<std::uint64_t>(in.setup.users, 1u << 20));
+        s.flashAttention = in.setup.flashAttention;
+        s.kvCacheType = in.settings.text("OLLAMA_KV_CACHE_TYPE").value_or("f16");
+        const ollama::LegacyEstimate est = ollama::legacyEstimate(in.arch, s);
+        b.overheads.push_back(item("graph", est.graphFullBytes,
+                                   "Ollama's memory.graph.full for --ctx-size " + std::to_string(est.contextTokens)
+                                       + " (llm/ggml.go GraphSize, v0.5.7)"));
+        const std::string src = "llm/memory.go EstimateGPULayers, llm/ggml.go GraphSize (v0.5.7)";
+        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(est.kvBytes.value), "bytes",
+                             "memory.required.kv=\"" + mib(est.kvBytes) + "\"", src});
+        b.figures.push_back({"compute_buffer_bytes", static_cast<double>(est.graphFullBytes.value), "bytes",
+                             "memory.graph.full=\"" + mib(est.graphFullBytes) + "\"", src});
+        b.figures.push_back({"graph_partial_bytes", static_cast<double>(est.graphPartialBytes.value), "bytes",
+                             "memory.graph.partial=\"" + mib(est.graphPartialBytes) + "\"", src});
+        if (est.kvCacheType != asciiLower(s.kvCacheType))
+            b.notes.push_back("OLLAMA_KV_CACHE_TYPE=" + s.kvCacheType + " without flash attention: Ollama falls back to f16");
+    }
+
+    // Since v0.30: llama-server -c num_ctx x parallel -np parallel --cache-type-k/-v the same type,
+    // layers placed by llama.cpp --fit (llm/llama_server.go startLlamaServer at fb30760).
+    static void llamaServerBill(const EngineInputs& in, EngineBill& b)
+    {
+        llamacpp::ContextSettings c;
+        c.parallel = static_cast<std::uint32_t>(std::min<std::uint64_t>(in.setup.users, 1u << 20));
+        c.ctxSizeTokens = checkedMul(in.setup.contextTokens, in.setup.users, "num_ctx");
+        c.batchTokens = 512; // Ollama's num_batch default, passed as -b and -ub
+        c.ubatchTokens = in.setup.ubatchTokens > 0 ? in.setup.ubatchTokens : 512;
+        c.flashAttention = in.setup.flashAttention;
+        c.typeK = findKvDtype(in.setup.kvDtypeId.empty() ? "fp16" : in.setup.kvDtypeId).value_or(*findKvDtype("fp16"));
+        c.typeV = c.typeK;
+        const llamacpp::ComputeBill compute = llamacpp::computeBuffer(in.arch, c);
+        b.overheads.push_back(item("compute_buffer", in.request.measured.activationPeakBytes.value_or(compute.deviceBytes),
+                                   "llama-server's reserve graph (llama.cpp rules, llamacppmemory.h)"));
+        const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, c);
+        const std::string src = "llama-server via llm/llama_server.go (fb30760)";
+        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes", mib(kv.totalBytes()), src});
+        b.figures.push_back({"kv_cells", static_cast<double>(kv.cells), "tokens", std::to_string(kv.cells) + " cells", src});
+        b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
+                             mib(compute.deviceBytes), src});
+        if (auto why = llamacpp::refusal(in.arch, c))
+            b.refusals.push_back({FitLimit::EngineRefusesToStart, "Ollama's llama-server: " + *why});
     }
 };
 

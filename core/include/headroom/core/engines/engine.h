@@ -45,6 +45,7 @@ struct EngineSetup {
     std::uint32_t tensorParallel = 1;
     std::uint32_t pipelineParallel = 1;
     std::string kvDtypeId;                      ///< the KV dtype the engine will use (kvcache.h id)
+    std::string kvDtypeVId;                     ///< the V cache dtype when it differs (llama.cpp -ctv); "" = kvDtypeId
 };
 
 /// What the planner hands the engine for its bill.
