@@ -1,0 +1,118 @@
+// The llama.cpp and Ollama engine units through makePlan: what they bill, print and refuse.
+#include "archfixtures.h"
+#include "fixtures.h"
+
+#include "headroom/core/engines/llamacppmemory.h"
+#include "headroom/core/plan.h"
+#include "headroom/core/profiles.h"
+#include "headroom/core/resolve.h"
+
+#include <catch2/catch.hpp>
+
+using namespace headroom;
+
+namespace {
+
+PlanRequest llamaRequest(const char* engine, const char* format = "q4_k")
+{
+    auto set = loadProfiles(test::sourcePath("profiles"));
+    REQUIRE(set);
+    PlanRequest r;
+    r.model.id = "llama-3.1-8b";
+    r.model.architecture = test::llama31_8b();
+    const auto f = findFormat(format);
+    REQUIRE(f);
+    r.format = *f;
+    r.kvDtype = *findKvDtype("fp16");
+    r.card = anonymousCard("test", Bytes{25'386'024'960ull}); // RTX 4090
+    auto e = resolveEngine(engine, *set);
+    REQUIRE(e);
+    r.engine = *e;
+    return r;
+}
+
+const EngineFigure* figure(const PlanResult& p, const std::string& name)
+{
+    for (const EngineFigure& f : p.engineFigures)
+        if (f.name == name)
+            return &f;
+    return nullptr;
+}
+
+const OverheadItem* overhead(const PlanResult& p, const std::string& name)
+{
+    for (const OverheadItem& i : p.overheads)
+        if (i.name == name)
+            return &i;
+    return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("llama.cpp engine: its own compute buffer, KV at -c/-np, host output buffer", "[llamacpp][engines]")
+{
+    PlanRequest r = llamaRequest("llama.cpp");
+    r.engineSettings = {{"c", "800"}, {"np", "8"}}; // 100 tokens x 8 sequences
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    // 8 streams of 256 cells: 2,048 cells x 128 KiB, not 1,024.
+    REQUIRE(figure(*p, "kv_cells"));
+    CHECK(figure(*p, "kv_cells")->value == 256);
+    CHECK(figure(*p, "kv_buffer_bytes")->value == 2048.0 * 131'072);
+    CHECK(figure(*p, "n_ctx")->value == 2048);
+    // The compute buffer holds the reserve graph's logits: 128,256 x 512 x 4 B.
+    const OverheadItem* compute = overhead(*p, "compute_buffer");
+    REQUIRE(compute);
+    CHECK(compute->bytes.value >= 128'256ull * 512 * 4);
+    CHECK(overhead(*p, "activation_peak") == nullptr);
+    CHECK(figure(*p, "output_buffer_bytes")->value == 128'256.0 * 8 * 4);
+    // Each sequence padded on its own: 256-cell blocks per sequence.
+    CHECK(p->paging.blockTokens == 256);
+    // token_embd (untied) stays in host memory.
+    bool noted = false;
+    for (const std::string& n : p->notes)
+        noted = noted || n.find("token_embd") != std::string::npos;
+    CHECK(noted);
+}
+
+TEST_CASE("llama.cpp engine refuses GPTQ/AWQ weights and a quantized V cache without flash attention", "[llamacpp][engines]")
+{
+    PlanRequest r = llamaRequest("llama.cpp", "gptq-g128");
+    auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK_FALSE(p->fits);
+    CHECK(p->verdict.limit == FitLimit::EngineFormat);
+
+    r = llamaRequest("llama.cpp");
+    r.engineSettings = {{"fa", "off"}, {"ctk", "q8_0"}, {"ctv", "q8_0"}};
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK_FALSE(p->fits);
+    CHECK(p->verdict.limit == FitLimit::EngineRefusesToStart);
+    CHECK(p->reason.find("quantized V cache requires flash_attn") != std::string::npos);
+
+    r.engineSettings = {{"fa", "off"}, {"ctk", "q8_0"}, {"ctv", "f16"}}; // a quantized K alone runs
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->fits);
+}
+
+TEST_CASE("Ollama v0.5 prints its own estimate; the current Ollama runs llama-server", "[ollama][engines]")
+{
+    PlanRequest r = llamaRequest("ollama@0.5.1");
+    r.engineSettings = {{"num_ctx", "2048"}, {"OLLAMA_NUM_PARALLEL", "4"}, {"OLLAMA_KV_CACHE_TYPE", "q8_0"}};
+    auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->kvDtypeId == "fp16"); // no flash attention: Ollama falls back to f16
+    REQUIRE(figure(*p, "compute_buffer_bytes"));
+    REQUIRE(overhead(*p, "graph"));
+
+    r = llamaRequest("ollama");
+    r.engineSettings = {{"num_ctx", "100"}, {"OLLAMA_NUM_PARALLEL", "8"}};
+    p = makePlan(r);
+    REQUIRE(p);
+    // llama-server -c 800 -np 8: 8 streams of 256 cells.
+    REQUIRE(figure(*p, "kv_cells"));
+    CHECK(figure(*p, "kv_cells")->value == 256);
+    CHECK(figure(*p, "kv_buffer_bytes")->value == 2048.0 * 131'072);
+}
