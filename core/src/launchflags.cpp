@@ -220,7 +220,12 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         }
         add("-c", std::to_string(total), arg, "total context: " + users + " slots x " + ctx + " tokens (llama-server divides -c among -np slots)");
         add("-np", users, arg, "parallel slots (concurrent sequences)");
-        add("-ngl", "999", arg, "every layer on the GPU, as planned");
+        std::string gpuLayers = "999";
+        for (const EngineFigure& f : plan.engineFigures)
+            if (f.name == "offload_gpu_layers")
+                gpuLayers = std::to_string(static_cast<std::uint64_t>(f.value));
+        add("-ngl", gpuLayers, arg,
+            gpuLayers == "999" ? "every layer on the GPU, as planned" : "layers on the GPU, as the plan splits them (" + gpuLayers + ")");
         add("-ctk", *kv, arg, "K cache type");
         add("-ctv", *kv, arg, "V cache type");
         add("-fa", plan.flashAttention ? "on" : "off", arg,

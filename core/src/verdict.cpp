@@ -5,6 +5,7 @@
 #include "headroom/core/plan.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace headroom {
 
@@ -45,6 +46,36 @@ const EngineRefusal* firstRefusal(const PlanResult& plan, std::initializer_list<
         if (std::find(limits.begin(), limits.end(), r.limit) != limits.end())
             return &r;
     return nullptr;
+}
+
+const EngineFigure* engineFigure(const PlanResult& plan, const char* name)
+{
+    for (const EngineFigure& f : plan.engineFigures)
+        if (f.name == name)
+            return &f;
+    return nullptr;
+}
+
+// "28/33 layers on the GPU, 4.1 GiB in host memory" when the engine split the layers (its
+// figure "offloaded N/M layers to GPU" with 1 <= N < M) and the host side it reports.
+std::optional<std::string> partialOffload(const PlanResult& plan)
+{
+    const EngineFigure* gpu = engineFigure(plan, "offload_gpu_layers");
+    if (!gpu)
+        return std::nullopt;
+    const auto slash = gpu->printed.rfind('/');
+    std::uint64_t total = 0;
+    for (std::size_t i = slash == std::string::npos ? gpu->printed.size() : slash + 1;
+         i < gpu->printed.size() && std::isdigit(static_cast<unsigned char>(gpu->printed[i])) && total < (1u << 24); ++i)
+        total = total * 10 + static_cast<std::uint64_t>(gpu->printed[i] - '0');
+    if (gpu->value < 1 || static_cast<double>(total) <= gpu->value)
+        return std::nullopt;
+    Bytes host;
+    for (const char* name : {"host_weights_bytes", "host_kv_buffer_bytes", "host_split_compute_buffer_bytes", "output_buffer_bytes"})
+        if (const EngineFigure* f = engineFigure(plan, name))
+            host += Bytes{static_cast<std::uint64_t>(f->value)};
+    return formatThousands(static_cast<std::uint64_t>(gpu->value)) + "/" + formatThousands(total) + " layers on the GPU, "
+        + formatBytes(host) + " in host memory";
 }
 
 std::uint64_t capped(std::uint64_t value, std::uint64_t cap) { return cap > 0 ? std::min(value, cap) : value; }
@@ -272,6 +303,13 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
     if (const EngineRefusal* r = firstRefusal(plan, {FitLimit::EngineFormat, FitLimit::EngineKvDtype}))
         return doesNotFit(v, r->limit, r->limit == FitLimit::EngineFormat ? "engine format" : "engine KV dtype", r->reason);
 
+    // A layer split (llama.cpp -ngl below n_layer + 1, engines/llamacppoffload.h): it loads with
+    // some layers in host memory.
+    if (const auto split = partialOffload(plan)) {
+        Verdict partial = with(v, FitState::PartialOffload, FitLimit::Weights, *split,
+                               "partial offload: " + *split);
+        return partial;
+    }
     const Bytes overheads = totalBytes(plan.overheads);
     const Bytes spent = plan.weightsBytes + overheads;
     if (plan.weightsBytes > plan.usableBytes)

@@ -116,3 +116,34 @@ TEST_CASE("Ollama v0.5 prints its own estimate; the current Ollama runs llama-se
     CHECK(figure(*p, "kv_cells")->value == 256);
     CHECK(figure(*p, "kv_buffer_bytes")->value == 2048.0 * 131'072);
 }
+
+TEST_CASE("llama.cpp partial offload: Llama-2-13B q4_0 on an 8 GiB card", "[llamacpp][engines][offload]")
+{
+    PlanRequest r = llamaRequest("llama.cpp", "q4_0");
+    r.model.id = "llama-2-13b";
+    r.model.architecture = test::llama2_13b();
+    r.card = anonymousCard("8GiB", Bytes{8 * kGiB});
+    auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->verdict.state == FitState::PartialOffload);
+    const EngineFigure* n = figure(*p, "offload_gpu_layers");
+    REQUIRE(n);
+    CHECK(n->value > 0);
+    CHECK(n->value < 41);
+    CHECK(n->printed.find("/41 layers to GPU") != std::string::npos);
+    // The GPU side fits what --fit keeps: usable - context - compute at the 4,096-token minimum.
+    REQUIRE(figure(*p, "host_weights_bytes"));
+    CHECK(figure(*p, "host_weights_bytes")->value > 0);
+    // -ngl given: that split, and flags emit it.
+    r.engineSettings = {{"ngl", "10"}};
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(figure(*p, "offload_gpu_layers")->value == 10);
+    CHECK(p->reason.find("10/41 layers on the GPU") != std::string::npos);
+    // On a 24 GB card everything is on the GPU: no split figures.
+    r.engineSettings.clear();
+    r.card = anonymousCard("24GiB", Bytes{24 * kGiB});
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(figure(*p, "offload_gpu_layers") == nullptr);
+}

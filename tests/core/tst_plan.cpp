@@ -191,10 +191,13 @@ TEST_CASE("llama.cpp --fit refuses less than its minimum context", "[plan][engin
     llama.fixedReserve = Bytes{1024 * kMiB};
     llama.cellPaddingFlash = 256;
     llama.minContextTokens = 4096;
-    // Llama-2-13B at q4_0 (6.8 GiB) on an 8 GiB card leaves room for a few hundred cells.
+    // Llama-2-13B at q4_0 (6.8 GiB) on an 8 GiB card leaves room for a few hundred cells: --fit
+    // then moves layers to the host (issue 11): a partial offload at the 4,096-token minimum.
     const auto p = makePlan(request(test::llama2_13b(), "q4_0", Bytes{8 * kGiB}, llama));
     REQUIRE(p);
     CHECK(p->kvBytesPerToken.value == 819'200);
     CHECK_FALSE(p->fits);
-    CHECK(p->reason.find("needs at least 4,096") != std::string::npos);
+    CHECK(p->verdict.state == FitState::PartialOffload);
+    CHECK(p->reason.find("partial offload: ") == 0);
+    CHECK(p->reason.find("/41 layers on the GPU") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include "common.h"
 
 #include "headroom/core/engines/llamacppmemory.h"
+#include "headroom/core/engines/llamacppoffload.h"
 #include "headroom/core/parameters.h"
 
 namespace headroom::engines {
@@ -33,6 +34,13 @@ const std::vector<SettingSpec>& llamaSettings()
                  {"ctv"}),
         makeSpec("swa-full", SettingType::Boolean, "false", "full-size cache for sliding-window layers"),
         makeSpec("kv-unified", SettingType::Boolean, "false", "one KV buffer shared by all sequences"),
+        makeSpec("n-gpu-layers", SettingType::Integer, "",
+                 "layers on the GPU, counted from the output end (output layer included); default: all that fit", 0,
+                 1 << 20, {}, {"ngl", "gpu-layers"}),
+        makeSpec("n-cpu-moe", SettingType::Integer, "0", "layers [0, N) keep their routed experts in host memory", 0,
+                 1 << 20, {}, {"ncmoe"}),
+        makeSpec("no-kv-offload", SettingType::Boolean, "false", "every layer's KV cache in host memory", 0, 0, {},
+                 {"nkvo"}),
         makeSpec("fit-target", SettingType::Integer, "", "MiB kept free per device by --fit; default: the profile's (1024)",
                  0, 1 << 24, {}, {"fitt"}),
     };
@@ -167,27 +175,80 @@ public:
                               + formatBytes(deviceWeights) + " of weights");
         if (auto why = llamacpp::refusal(in.arch, ctx))
             b.refusals.push_back({FitLimit::EngineRefusesToStart, *why}); // src/llama-context.cpp llama_init_from_model
+        offloadFigures(in, ctx, b);
         const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, ctx);
         const std::string src = "src/llama-context.cpp, src/llama-kv-cache.cpp";
         b.figures.push_back({"n_ctx", static_cast<double>(sizes.nCtx), "tokens",
                              "llama_context: n_ctx = " + std::to_string(sizes.nCtx), src});
         b.figures.push_back({"kv_cells", static_cast<double>(kv.cells), "tokens",
-                             "llama_kv_cache: size = ... (" + std::to_string(kv.cells) + " cells, ..., "
-                                 + std::to_string(in.setup.users) + "/" + std::to_string(kv.streams) + " seqs)", src});
-        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes", mib(kv.totalBytes()), src});
+                             "llama_kv_cache: size = " + mib(kv.fullBytes) + " (" + std::to_string(kv.cells) + " cells, "
+                                 + std::to_string(kv.fullLayers) + " layers, " + std::to_string(ctx.parallel) + "/"
+                                 + std::to_string(kv.streams) + " seqs)", src});
+        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes",
+                             "llama_kv_cache: KV buffer size = " + mib(kv.totalBytes()) + " (all layers)", src});
         b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
-                             "CUDA0 compute buffer size = " + mib(compute.deviceBytes), "src/llama-context.cpp sched_reserve"});
+                             "sched_reserve: CUDA0 compute buffer size = " + mib(compute.deviceBytes), "src/llama-context.cpp sched_reserve"});
         b.figures.push_back({"host_compute_buffer_bytes", static_cast<double>(compute.hostPartBytes.value), "bytes",
-                             "CUDA_Host compute buffer size = " + mib(compute.hostPartBytes), "src/llama-context.cpp sched_reserve"});
-        b.figures.push_back({"cpu_compute_buffer_bytes", static_cast<double>(compute.totalBytes.value), "bytes",
-                             "CPU compute buffer size = " + mib(compute.totalBytes) + " (no GPU)", "src/llama-context.cpp sched_reserve"});
+                             "sched_reserve: CUDA_Host compute buffer size = " + mib(compute.hostPartBytes), "src/llama-context.cpp sched_reserve"});
         const Bytes output = llamacpp::outputBufferBytes(in.arch, ctx);
         b.figures.push_back({"output_buffer_bytes", static_cast<double>(output.value), "bytes",
-                             "CUDA_Host output buffer size = " + mib(output), "src/llama-context.cpp output_reserve"});
+                             "llama_context: CUDA_Host output buffer size = " + mib(output), "src/llama-context.cpp output_reserve"});
         return b;
     }
 
 private:
+    // The layer split (issue 11): with -ngl given, or when the whole model does not fit the
+    // device, the most layers that do (what --fit does once the context is at its minimum);
+    // figures offload_gpu_layers/offload_total_layers/host_*_bytes, read by the verdict
+    // (FitState::PartialOffload) and by `flags` (-ngl).
+    static void offloadFigures(const EngineInputs& in, const llamacpp::ContextSettings& ctx, EngineBill& b)
+    {
+        const EngineSettings& s = in.settings;
+        llamacpp::OffloadSettings o;
+        o.cpuMoeLayers = static_cast<std::uint32_t>(std::min<std::uint64_t>(s.integer("n-cpu-moe").value_or(0), 1u << 20));
+        o.kvOffload = !s.boolean("no-kv-offload").value_or(false);
+        Bytes runtime; // the items besides the compute buffer, which the split prices per side
+        for (const OverheadItem& i : b.overheads)
+            if (i.name != "compute_buffer")
+                runtime += i.bytes;
+        const Bytes budget = saturatingSub(b.usableBytes, runtime);
+        // --fit lowers an unset context to its minimum (fit_params_min_ctx) before it moves layers
+        // (common/fit.cpp); a context the user set stays.
+        llamacpp::ContextSettings fitted = ctx;
+        if (!in.setup.contextAsked && in.request.engine.minContextTokens > 0)
+            fitted.ctxSizeTokens = std::min(ctx.ctxSizeTokens, checkedMul(in.request.engine.minContextTokens, 1));
+        const llamacpp::OffloadBill full = llamacpp::offload(in.arch, in.request.format, fitted, o);
+        const bool asked = s.given("n-gpu-layers");
+        if (!asked && full.gpu.totalBytes() <= budget && o.cpuMoeLayers == 0 && o.kvOffload)
+            return;
+        o.gpuLayers = asked ? static_cast<std::int64_t>(*s.integer("n-gpu-layers"))
+                            : llamacpp::maxGpuLayers(in.arch, in.request.format, fitted, o, budget);
+        const llamacpp::OffloadBill split = llamacpp::offload(in.arch, in.request.format, fitted, o);
+        if (!asked && split.offloadedLayers >= split.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload)
+            return;
+        const std::string src = "src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp";
+        b.figures.push_back({"offload_gpu_layers", static_cast<double>(split.offloadedLayers), "layers",
+                             "load_tensors: offloaded " + std::to_string(split.offloadedLayers) + "/"
+                                 + std::to_string(split.totalLayers) + " layers to GPU", src});
+        b.figures.push_back({"gpu_weights_bytes", static_cast<double>(split.gpu.weightsBytes.value), "bytes",
+                             "load_tensors: CUDA0 model buffer size = " + mib(split.gpu.weightsBytes), src});
+        b.figures.push_back({"host_weights_bytes", static_cast<double>(split.host.weightsBytes.value), "bytes",
+                             std::string("load_tensors: ") + (o.mmap ? "CPU_Mapped" : "CPU") + " model buffer size = "
+                                 + mib(split.host.weightsBytes), src});
+        b.figures.push_back({"gpu_kv_buffer_bytes", static_cast<double>(split.gpu.kvBytes.value), "bytes",
+                             "llama_kv_cache: CUDA0 KV buffer size = " + mib(split.gpu.kvBytes), src});
+        b.figures.push_back({"host_kv_buffer_bytes", static_cast<double>(split.host.kvBytes.value), "bytes",
+                             "llama_kv_cache: CPU KV buffer size = " + mib(split.host.kvBytes), src});
+        b.figures.push_back({"host_split_compute_buffer_bytes", static_cast<double>(split.host.computeBytes.value), "bytes",
+                             "sched_reserve: CUDA_Host compute buffer size = " + mib(split.host.computeBytes), src});
+        const Bytes host = split.host.totalBytes() + split.hostOutputBytes;
+        b.notes.push_back("layer split: " + std::to_string(split.offloadedLayers) + "/" + std::to_string(split.totalLayers)
+                          + " layers on the GPU (" + llamacpp::offloadFlags(split, o) + "), " + formatBytes(host)
+                          + " in host memory: weights " + formatBytes(split.host.weightsBytes)
+                          + (split.hostWeightsMapped ? " (mapped file pages with mmap, not a copy)" : "") + ", KV "
+                          + formatBytes(split.host.kvBytes) + ", compute " + formatBytes(split.host.computeBytes));
+    }
+
     static std::string mib(Bytes b)
     {
         char buf[48];
