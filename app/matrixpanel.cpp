@@ -22,10 +22,11 @@ QString matrixCaption(const Catalog& catalog, const Selection& s)
     return QStringLiteral("<b>What fits</b>: %1 (asked: %2 tokens each), %3 KV, %4. "
                           "<span style='background:%5'>&nbsp;fits&nbsp;</span> "
                           "<span style='background:%6'>&nbsp;fits with less (the limit in brackets)&nbsp;</span> "
-                          "<span style='background:%7'>&nbsp;does not fit&nbsp;</span>")
+                          "<span style='background:%7'>&nbsp;partial offload&nbsp;</span> "
+                          "<span style='background:%8'>&nbsp;does not fit&nbsp;</span>")
         .arg(caption.toHtmlEscaped(), thousands(s.contextTokens), QString::fromStdString(s.kvDtypeId),
              engine ? QString::fromStdString(engine->name) : QString(), fitColor(Fit::Reaches).name(),
-             fitColor(Fit::Short).name(), fitColor(Fit::NoRoom).name());
+             fitColor(Fit::Short).name(), fitColor(Fit::Partial).name(), fitColor(Fit::NoRoom).name());
 }
 
 MatrixPanel::MatrixPanel(QWidget* parent) : QWidget(parent)

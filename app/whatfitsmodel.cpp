@@ -75,8 +75,9 @@ Fit WhatFitsModel::fitOf(const tl::expected<PlanResult, std::string>& cell, std:
     case FitState::Fits:
         return Fit::Reaches;
     case FitState::FitsWithLess:
-    case FitState::PartialOffload:
         return Fit::Short;
+    case FitState::PartialOffload:
+        return Fit::Partial;
     case FitState::DoesNotFit:
         return Fit::NoRoom;
     }
@@ -100,6 +101,8 @@ QColor fitColor(Fit fit)
         return dark ? QColor(0x1e, 0x5c, 0x32) : QColor(0xc6, 0xef, 0xce);
     case Fit::Short:
         return dark ? QColor(0x6b, 0x55, 0x10) : QColor(0xff, 0xeb, 0x9c);
+    case Fit::Partial:
+        return dark ? QColor(0x1f, 0x4e, 0x79) : QColor(0xc9, 0xdd, 0xf2);
     case Fit::NoRoom:
     case Fit::Error:
         return dark ? QColor(0x73, 0x22, 0x22) : QColor(0xff, 0xc7, 0xce);
@@ -156,7 +159,7 @@ QVariant WhatFitsModel::data(const QModelIndex& index, int role) const
     case Qt::BackgroundRole:
         return fitColor(fit);
     case Qt::TextAlignmentRole:
-        return QVariant::fromValue(fit == Fit::Reaches || fit == Fit::Short ? Qt::AlignRight | Qt::AlignVCenter
+        return QVariant::fromValue(fit == Fit::Reaches || fit == Fit::Short || fit == Fit::Partial ? Qt::AlignRight | Qt::AlignVCenter
                                                                             : Qt::AlignLeft | Qt::AlignVCenter);
     case Qt::ToolTipRole:
         if (!cell)

@@ -14,6 +14,7 @@ namespace headroom::app {
 enum class Fit {
     Reaches,   ///< the chosen users each get at least the chosen context
     Short,     ///< fits, but with less context than chosen
+    Partial,   ///< loads only with some layers in host memory (llama.cpp / Ollama partial offload)
     NoRoom,    ///< weights + overheads leave no room for one block per user, or the weights alone exceed usable
     Error,     ///< the plan could not be made
 };

@@ -61,7 +61,7 @@ std::optional<QJsonDocument> runCli(const QStringList& args)
 
 const std::string& stateId(Fit fit)
 {
-    static const std::map<Fit, std::string> ids{{Fit::Reaches, "fits"}, {Fit::Short, "fits_with_less"},
+    static const std::map<Fit, std::string> ids{{Fit::Reaches, "fits"}, {Fit::Short, "fits_with_less"}, {Fit::Partial, "partial_offload"},
                                                  {Fit::NoRoom, "does_not_fit"}, {Fit::Error, "error"}};
     return ids.at(fit);
 }
