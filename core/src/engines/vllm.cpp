@@ -110,6 +110,23 @@ public:
         return setup;
     }
 
+    /// vLLM serves Hugging Face checkpoints (fp16/bf16, fp8, GPTQ/AWQ, bitsandbytes); its GGUF loader
+    /// (vllm/model_executor/model_loader/gguf_loader.py, experimental) is not modelled, so GGML types
+    /// are refused. Its KV cache dtypes are auto/bfloat16/fp8/fp8_e4m3/fp8_e5m2 (vllm/config/cache.py
+    /// CacheDType, v0.19): no block-quantized q8_0/q4_0 cache.
+    std::vector<EngineRefusal> compatibility(const PlanRequest& r, const EngineSetup& setup) const override
+    {
+        std::vector<EngineRefusal> out = Engine::compatibility(r, setup);
+        if (r.format.kind == FormatKind::Ggml)
+            out.push_back({FitLimit::EngineFormat, "vLLM serves Hugging Face checkpoints (fp16/bf16, fp8, GPTQ/AWQ, "
+                                                   "bitsandbytes), not GGML type " + r.format.id
+                                                   + " (its experimental GGUF loader is not modelled)"});
+        if (setup.kvDtypeId == "q8_0" || setup.kvDtypeId == "q4_0")
+            out.push_back({FitLimit::EngineKvDtype, "vLLM has no " + setup.kvDtypeId
+                                                        + " KV cache (--kv-cache-dtype: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2; vllm/config/cache.py)"});
+        return out;
+    }
+
     EngineBill bill(const EngineInputs& in) const override
     {
         const PlanRequest& r = in.request;
