@@ -1,4 +1,5 @@
 #include "archfixtures.h"
+#include "planfixtures.h"
 
 #include "headroom/core/enginerules.h"
 #include "headroom/core/plan.h"
@@ -13,29 +14,8 @@ namespace {
 
 Bytes gib(double x) { return Bytes{static_cast<std::uint64_t>(std::llround(x * static_cast<double>(kGiB)))}; }
 
-PlanRequest request(const Architecture& arch, const char* format, Bytes cardTotal, EnginePolicy engine)
-{
-    PlanRequest r;
-    r.model.id = arch.family;
-    r.model.architecture = arch;
-    r.format = *findFormat(format);
-    r.kvDtype = *findKvDtype("fp16");
-    r.card = anonymousCard("test", cardTotal);
-    r.engine = std::move(engine);
-    return r;
-}
-
-EnginePolicy vllmPolicy()
-{
-    EnginePolicy e;
-    e.id = "vllm";
-    e.name = "vLLM";
-    e.kind = EngineKind::Vllm;
-    e.memoryFraction = 0.9;
-    e.blockTokens = 16;
-    e.ubatchTokens = 8192;
-    return e;
-}
+using testfixtures::request;
+using testfixtures::vllmPolicy;
 
 } // namespace
 

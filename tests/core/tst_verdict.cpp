@@ -1,4 +1,5 @@
 #include "archfixtures.h"
+#include "planfixtures.h"
 
 #include "headroom/core/capacity.h"
 #include "headroom/core/plan.h"
@@ -10,29 +11,8 @@ using namespace headroom;
 
 namespace {
 
-PlanRequest request(const Architecture& arch, const char* format, Bytes cardTotal, EnginePolicy engine)
-{
-    PlanRequest r;
-    r.model.id = arch.family;
-    r.model.architecture = arch;
-    r.format = *findFormat(format);
-    r.kvDtype = *findKvDtype("fp16");
-    r.card = anonymousCard("test", cardTotal);
-    r.engine = std::move(engine);
-    return r;
-}
-
-EnginePolicy vllmPolicy()
-{
-    EnginePolicy e;
-    e.id = "vllm";
-    e.name = "vLLM";
-    e.kind = EngineKind::Vllm;
-    e.memoryFraction = 0.9;
-    e.blockTokens = 16;
-    e.ubatchTokens = 8192;
-    return e;
-}
+using testfixtures::request;
+using testfixtures::vllmPolicy;
 
 PlanResult plan(const PlanRequest& r)
 {
