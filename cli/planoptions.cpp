@@ -32,8 +32,9 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
         o.models.resize(1);
         o.formats.resize(1);
         o.cards.resize(1);
-        cmd->add_option("--model,-m", o.models[0], "Model profile id or path (config.json, model dir, .gguf)")->required();
-        cmd->add_option("--weights,-w", o.formats[0], "Weight format (default: the files' format, else the profile's)");
+        cmd->add_option("--model,-m", o.models[0],
+                        std::string("Model profile id or path (config.json, model dir, .gguf); default ") + kDefaultModel);
+        cmd->add_option("--weights,-w", o.formats[0], std::string("Weight format (default: the files' format, else ") + kDefaultFormat + ")");
         cmd->add_option("--card,-c", o.cards[0], "Card profile id or size (default rtx-4090)");
     }
     cmd->add_option("--params", o.params, "Nominal parameter count replacing the derived one (7e9, 7B)")

@@ -3,6 +3,7 @@
 // device in a fresh process (a CUDA context does not survive fork()).
 
 #include "commands.h"
+#include "planoptions.h"
 #include "texttable.h"
 
 #include "headroom/core/resolve.h"
@@ -24,6 +25,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace headroom::cli {
 
@@ -39,8 +41,8 @@ struct ProbeOptions {
     std::string model;
     std::string weights;
     std::string kvDtype = "fp16";
-    std::uint64_t context = 0;
-    std::uint64_t users = 1;
+    std::optional<std::uint64_t> context;
+    std::optional<std::uint64_t> users;
     std::string probes = "all";
     std::size_t frontierPoints = 0;
     std::uint32_t stepLayers = 0;
@@ -221,11 +223,11 @@ void printReport(const ProbeReport& report, const ModelInputs& inputs, std::ostr
     out << (report.allPassed() ? " (no probe failed)" : " (a probe failed)") << '\n';
 }
 
-void runProbeCommand(const ProbeOptions& o, CliContext& ctx, CLI::App* cmd)
+void runProbeCommand(const ProbeOptions& o, CliContext& ctx)
 {
     const auto device = parseDeviceSpec(o.device);
     if (!device) {
-        ctx.fail("--device: expected cpu or cuda:N, got '" + o.device + "'\n\n" + cmd->help());
+        ctx.fail("--device: expected cpu or cuda:N, got '" + o.device + "' (see headroom-cli probe --help)");
         return;
     }
     ProbeRequest request;
@@ -234,19 +236,22 @@ void runProbeCommand(const ProbeOptions& o, CliContext& ctx, CLI::App* cmd)
         request.budget = parseSize(o.budget);
     auto probes = parseProbeList(o.probes);
     if (!probes) {
-        ctx.fail("--probes: " + probes.error() + "\n\n" + cmd->help());
+        ctx.fail("--probes: " + probes.error() + " (see headroom-cli probe --help)");
         return;
     }
     request.probes = *probes;
     const ProfileSet* profiles = ctx.profiles();
     if (!profiles)
         return;
-    auto model = resolveModel(o.model, *profiles);
+    // The same defaults as plan and the app: the default model, its files' format else
+    // kDefaultWeightFormat, and the question defaults of verdict.h (4 users x 8,192 tokens).
+    const std::string modelArg = o.model.empty() ? std::string(kDefaultModel) : o.model;
+    auto model = resolveModel(modelArg, *profiles);
     if (!model) {
         ctx.fail(model.error());
         return;
     }
-    auto format = resolveFormat(o.weights, *model);
+    auto format = resolveFormat(o.weights.empty() && !model->exactWeights ? std::string(kDefaultFormat) : o.weights, *model);
     if (!format) {
         ctx.fail(format.error());
         return;
@@ -259,11 +264,16 @@ void runProbeCommand(const ProbeOptions& o, CliContext& ctx, CLI::App* cmd)
     request.model.model = *model;
     request.model.format = *format;
     request.model.kvDtype = *kv;
-    request.model.contextTokens = o.context;
-    request.model.users = o.users;
+    PlanRequest question;
+    question.model = *model;
+    question.users = o.users;
+    question.contextTokens = o.context;
+    question = withQuestionDefaults(std::move(question));
+    request.model.contextTokens = question.contextTokens.value_or(0);
+    request.model.users = question.users.value_or(1);
     // A .gguf model with tensor data gives the quant-error probe real weights too.
-    if (o.model.size() > 5 && o.model.ends_with(".gguf"))
-        request.quantOptions.ggufPath = o.model;
+    if (modelArg.size() > 5 && modelArg.ends_with(".gguf"))
+        request.quantOptions.ggufPath = modelArg;
 
     // The limit search runs in a child: fork() on the CPU, a fresh headroom-cli probe-worker for
     // CUDA (and for the CUDA context overhead measured by the device probe).
@@ -311,12 +321,12 @@ void registerProbeCommand(CLI::App& app, CliContext& ctx)
         ->check(CLI::Validator([](std::string& s) -> std::string {
                     return parseSize(s) ? std::string() : "expected a size such as 8GiB or 24GB, got '" + s + "'";
                 }, "SIZE"));
-    cmd->add_option("--model,-m", o->model, "Model profile id or path (config.json, model dir, .gguf)")->required();
-    cmd->add_option("--weights,-w", o->weights, "Weight format (fp16, bf16, int8-row, int4-g128, nf4-b64, ...)");
+    cmd->add_option("--model,-m", o->model, std::string("Model profile id or path (config.json, model dir, .gguf); default ") + kDefaultModel);
+    cmd->add_option("--weights,-w", o->weights, std::string("Weight format (fp16, bf16, int8-row, int4-g128, nf4-b64, ...); default: the files' format, else ") + kDefaultFormat);
     cmd->add_option("--kv-dtype", o->kvDtype, "KV cache dtype (the decode step runs fp16/bf16)")->capture_default_str();
-    cmd->add_option("--context", o->context, "Context per user for the allocation probe (default: the model's)")
+    cmd->add_option("--context", o->context, "Context per user for the allocation probe (default: 8,192, capped at the model's trained context)")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 31));
-    cmd->add_option("--users", o->users, "Concurrent users for the allocation probe")->capture_default_str()
+    cmd->add_option("--users", o->users, "Concurrent users for the allocation probe (default: 4)")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
     cmd->add_option("--probes", o->probes, "Comma-separated: device, allocation, limit, timing, quant-error; or all")
         ->capture_default_str();
@@ -326,7 +336,7 @@ void registerProbeCommand(CLI::App& app, CliContext& ctx)
                     "Limit probe: run the decode step on the first N layers only (0 = all; memory is still allocated for all)")
         ->capture_default_str();
     cmd->add_flag("--json", o->json, "Print {\"device\": {...}, \"results\": [...]} on stdout");
-    cmd->callback([o, &ctx, cmd] { runProbeCommand(*o, ctx, cmd); });
+    cmd->callback([o, &ctx] { runProbeCommand(*o, ctx); });
 
     // Hidden: the child process of the limit search (reads a work order on stdin).
     CLI::App* worker = app.add_subcommand("probe-worker", "");

@@ -62,7 +62,7 @@ EnginePolicy flatReservePolicy(Bytes reserve)
     policy.flashAttention = true;
     policy.logitsOnDevice = false;
     policy.fragmentationFraction = 0;
-    policy.source = "built in: usable = card total - " + formatBytes(reserve) + " (BRIEF §1.4 flat reserve)";
+    policy.source = "built in: usable = card total - " + formatBytes(reserve) + ", a flat reserve (--reserve)";
     return policy;
 }
 

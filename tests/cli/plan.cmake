@@ -14,6 +14,18 @@ add_test(NAME cli_plan_text COMMAND ${_cli} plan -m llama-3.1-8b -w int4-g128 -c
 set_tests_properties(cli_plan_text PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "131,072 B/token.*max context for 4 users")
 add_test(NAME cli_table_default COMMAND ${_cli} table)
 set_tests_properties(cli_table_default PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "rtx-4060 +rtx-4060-ti-16gb +rtx-4090")
+# The same defaults in every command (and the app): no -m plans the default model at int4-g128,
+# 4 users x 8,192 tokens; on the 4090 the table's cell and plan's headline are the same 31,600.
+add_test(NAME cli_plan_default_model COMMAND ${_cli} plan)
+set_tests_properties(cli_plan_default_model PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "Model +llama-3.1-8b .*Weights +int4-g128.*max context per user for 4 users +31,600\n  fits: 4 users x 8,192 tokens")
+add_test(NAME cli_table_default_4090 COMMAND ${_cli} table -c rtx-4090)
+set_tests_properties(cli_table_default_4090 PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "Llama-3.1-8B +int4-g128 .* 31,600")
+add_test(NAME cli_speed_default_model COMMAND ${_cli} speed)
+set_tests_properties(cli_speed_default_model PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "llama-3.1-8b")
+add_test(NAME cli_flags_default_model COMMAND ${_cli} flags --engine vllm)
+set_tests_properties(cli_flags_default_model PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "llama-3.1-8b \\(int4-g128, fp16 KV\\) on rtx-4090: 4 users x 8,192 tokens")
 add_test(NAME cli_table_json COMMAND ${_cli} table -m llama-2-7b qwen2.5-0.5b -w fp16 q4_k -c 8GiB 24GB --json)
 set_tests_properties(cli_table_json PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "^\\[.*\"card\": \"24GB\"")
 add_test(NAME cli_frontier COMMAND ${_cli} frontier -m qwen2.5-0.5b -c 8GiB)
