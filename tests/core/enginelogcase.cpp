@@ -83,14 +83,6 @@ double fromBytes(double bytes, const std::string& unit)
     return bytes;
 }
 
-// A whole number in a setting's text, else nothing.
-std::optional<std::uint64_t> integerOf(const std::string& text)
-{
-    if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
-        return std::nullopt;
-    return std::stoull(text);
-}
-
 // True when the engine unit declares @p key (its spelling or an alias; leading dashes ignored).
 bool unitKnows(const std::vector<SettingSpec>& specs, std::string key)
 {
@@ -365,26 +357,18 @@ tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, co
     r.engine = *engine;
     r.tensorParallel = c.tensorParallel;
     r.pipelineParallel = c.pipelineParallel;
-    // The settings the unit knows, in the engine's spelling; the others (dtype, prefix caching)
-    // are already in the case's weights/kv_dtype or do not size memory.
-    // Settings with a generic twin (memory fraction, context, users, micro-batch) go to the generic fields, so that a
-    // caller may re-ask the plan at another context (enginelog/calibration.h calibratedAt).
+    // Every setting the unit knows goes through the engine's own settings parser, as a user's
+    // `--set KEY=VALUE` does (engines/settings.h parseEngineSettings, then the unit's configure,
+    // which reconciles it with the case's tensor_parallel/pipeline_parallel and kv_dtype): a bad
+    // value, an unknown alias or a disagreement is an error of the case. Keys the unit does not
+    // declare (dtype, prefix caching, ...) do not size memory or are already in the case's
+    // weights/kv_dtype; they are skipped.
     const std::vector<SettingSpec>& specs = engineFor(r.engine.kind).settings();
-    for (const auto& [key, value] : c.settings) {
-        const auto n = integerOf(value);
-        if ((key == "gpu-memory-utilization" || key == "mem-fraction-static" || key == "free_gpu_memory_fraction")
-            && !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos)
-            r.engine.memoryFraction = std::stod(value); // the profile's default for this plan (calibration varies it)
-        else if (n && (key == "max-model-len" || key == "context-length" || key == "num_ctx" || key == "-c"))
-            r.contextTokens = *n;
-        else if (n && (key == "OLLAMA_NUM_PARALLEL" || key == "-np" || key == "--parallel"))
-            r.users = *n;
-        else if (n && (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "max-batch-prefill-tokens"
-                       || key == "-ub" || key == "max_num_tokens"))
-            r.ubatchTokens = *n;
-        else if (unitKnows(specs, key))
+    for (const auto& [key, value] : c.settings)
+        if (unitKnows(specs, key))
             r.engineSettings.push_back({key, value});
-    }
+    if (auto parsed = parseEngineSettings(specs, r.engine.settingDefaults, r.engineSettings, r.engine.name); !parsed)
+        return tl::unexpected(c.file + ": /settings: " + parsed.error());
     return r;
 }
 

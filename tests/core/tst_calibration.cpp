@@ -50,6 +50,7 @@ Calibrated calibrate(const EngineLogCase& c, const ProfileSet& profiles)
     out.request = *request;
     applyLogSettings(out.log, out.request); // what the log printed beyond the case's settings (max_num_batched_tokens)
     auto cmp = compareWithLog(out.log, out.request, c.id + ".json", text);
+    INFO(c.id << ": " << (cmp ? std::string() : cmp.error()));
     REQUIRE(cmp);
     out.comparison = *cmp;
     return out;
@@ -172,7 +173,7 @@ TEST_CASE("calibrated answers for other settings on the same card", "[calibratio
     CHECK(s12->possible);
     CHECK(s12->memoryFraction == Approx(0.83));
     PlanRequest lower = k.request;
-    lower.engine.memoryFraction = 0.82;
+    lower.engineSettings.push_back({"gpu-memory-utilization", "0.82"}); // a later pair of the key wins
     CHECK(*calibratedAt(lower, cal, 32768, 12)->maxUsers == 11);
 
     // Saved and read back.

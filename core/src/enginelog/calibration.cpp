@@ -1,5 +1,6 @@
 #include "headroom/core/enginelog/calibration.h"
 
+#include "headroom/core/engines/engine.h"
 #include "headroom/core/importers/importedmodel.h"
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,54 @@ std::optional<double> number(const std::string& s)
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
     return end && *end == '\0' && std::isfinite(v) && v >= 0 ? std::optional<double>(v) : std::nullopt;
+}
+
+// The engine's canonical spelling of a setting key ("--max_model_len" -> "max-model-len" for
+// vLLM): leading dashes dropped, aliases resolved through the unit's declaration; else the key.
+std::string canonicalKey(const std::vector<SettingSpec>& specs, std::string key)
+{
+    while (!key.empty() && key.front() == '-')
+        key.erase(key.begin());
+    for (const SettingSpec& spec : specs)
+        if (spec.key == key || std::find(spec.aliases.begin(), spec.aliases.end(), key) != spec.aliases.end())
+            return spec.key;
+    return key;
+}
+
+// The context, users and memory-fraction twins of every engine unit: the canonical keys their
+// configure() reconciles with --context, --users and EnginePolicy::memoryFraction.
+constexpr std::initializer_list<const char*> kContextTwins = {"max-model-len", "context-length", "max-total-tokens",
+                                                              "max_seq_len", "ctx-size", "num_ctx"};
+constexpr std::initializer_list<const char*> kUsersTwins = {"parallel", "OLLAMA_NUM_PARALLEL"};
+constexpr std::initializer_list<const char*> kFractionTwins = {"gpu-memory-utilization", "mem-fraction-static",
+                                                               "cuda-memory-fraction", "TGI_WIGGLE_ROOM",
+                                                               "free_gpu_memory_fraction"};
+
+// True when @p s is one of @p keys in the engine's canonical spelling.
+bool isOneOf(const std::vector<SettingSpec>& specs, const EngineSetting& s, std::initializer_list<const char*> keys)
+{
+    const std::string key = canonicalKey(specs, s.key);
+    return std::any_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; });
+}
+
+// True when @p request gives one of @p keys as an engine setting.
+bool givesSetting(const PlanRequest& request, std::initializer_list<const char*> keys)
+{
+    const std::vector<SettingSpec>& specs = engineFor(request.engine.kind).settings();
+    return std::any_of(request.engineSettings.begin(), request.engineSettings.end(),
+                       [&](const EngineSetting& s) { return isOneOf(specs, s, keys); });
+}
+
+// @p request without the engine settings that are the twins of a generic field the caller is
+// about to set, so that the re-asked plan is not refused as a disagreement between, e.g.,
+// --context 32768 and max-model-len=2048.
+PlanRequest withoutSettings(PlanRequest request, std::initializer_list<const char*> keys)
+{
+    const std::vector<SettingSpec>& specs = engineFor(request.engine.kind).settings();
+    auto& given = request.engineSettings;
+    given.erase(std::remove_if(given.begin(), given.end(), [&](const EngineSetting& s) { return isOneOf(specs, s, keys); }),
+                given.end());
+    return request;
 }
 
 Bytes toBytes(double v)
@@ -161,6 +210,8 @@ std::string engineProfileId(const EngineLog& log)
 std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
 {
     std::vector<std::string> applied;
+    const bool contextGiven = givesSetting(r, kContextTwins);
+    const bool usersGiven = givesSetting(r, kUsersTwins);
     for (const auto& [key, value] : log.settings) {
         const auto v = number(value);
         if (!v)
@@ -169,9 +220,12 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
         if (key == "gpu-memory-utilization" || key == "mem-fraction-static" || key == "free_gpu_memory_fraction" ||
             key == "cuda-memory-fraction")
             r.engine.memoryFraction = *v;
-        else if (key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx")
+        // A context or users setting of the request (num_ctx, max-model-len, -np) says it in the
+        // engine's own spelling and wins over the log's generic reading of it.
+        else if ((key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx") && !contextGiven)
             r.contextTokens = static_cast<std::uint64_t>(*v);
-        else if ((key == "-c" || key == "ctx-size" || key == "n_ctx") && !log.settings.count("n_ctx_seq") && !r.contextTokens)
+        else if ((key == "-c" || key == "ctx-size" || key == "n_ctx") && !log.settings.count("n_ctx_seq") && !r.contextTokens
+                 && !contextGiven)
             r.contextTokens = static_cast<std::uint64_t>(*v);
         else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "n_ubatch" || key == "-ub" ||
                  key == "max_num_tokens" || key == "max-batch-prefill-tokens")
@@ -180,7 +234,7 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
             r.tensorParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
         else if (key == "pipeline-parallel-size" || key == "pp" || key == "pp-size")
             r.pipelineParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
-        else if (key == "n_seq_max" || key == "OLLAMA_NUM_PARALLEL" || key == "parallel" || key == "np")
+        else if ((key == "n_seq_max" || key == "OLLAMA_NUM_PARALLEL" || key == "parallel" || key == "np") && !usersGiven)
             r.users = static_cast<std::uint64_t>(*v);
         else if (key == "block-size" || key == "tokens_per_block" || key == "page-size")
             r.engine.blockTokens = static_cast<std::uint64_t>(std::max(1.0, *v));
@@ -316,7 +370,7 @@ tl::expected<PlanResult, std::string> makeCalibratedPlan(const PlanRequest& requ
 tl::expected<PlanResult, std::string> calibratedAt(const PlanRequest& request, const LogCalibration& calibration,
                                                    std::uint64_t contextTokens, std::uint64_t users)
 {
-    PlanRequest r = request;
+    PlanRequest r = withoutSettings(withoutSettings(request, kContextTwins), kUsersTwins);
     r.contextTokens = contextTokens;
     r.users = users;
     return makeCalibratedPlan(r, calibration);
@@ -349,7 +403,7 @@ tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& re
     const double spent = static_cast<double>(base->weightsBytes.value + totalBytes(base->overheads).value);
     double f = total > 0 ? std::ceil((spent + static_cast<double>(s.kvCacheBytes.value)) / total * 100.0 - 1e-9) / 100.0 : 1.0;
     for (f = std::max(0.01, f - 0.02); f <= 1.0 + 1e-9; f += 0.01) {
-        PlanRequest r = request;
+        PlanRequest r = withoutSettings(request, kFractionTwins);
         r.engine.memoryFraction = std::round(f * 100.0) / 100.0;
         auto p = calibratedAt(r, calibration, contextTokens, users);
         if (!p)
