@@ -268,9 +268,9 @@ TEST_CASE("engine NAME@VERSION picks the profile covering that release and the p
     const auto current = resolveEngine("vllm", set);
     REQUIRE(current);
     CHECK(current->requestedVersion.empty());
-    const auto old = resolveEngine("vllm@0.4", set);
+    const auto old = resolveEngine("vllm@0.2", set); // the V0 profile starts at 0.2.5 (PR 2031's profiler)
     REQUIRE_FALSE(old);
-    CHECK(old.error().find("no vLLM profile covers version 0.4") == 0);
+    CHECK(old.error().find("no vLLM profile covers version 0.2") == 0);
     CHECK_FALSE(resolveEngine("vllm@", set));
 
     PlanRequest r = request(set, "vllm@0.6");

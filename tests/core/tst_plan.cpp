@@ -95,7 +95,10 @@ TEST_CASE("a vLLM plan fed the log's measured figures applies the same rule", "[
     r.contextTokens = 20000;
     r.measured.runtimeBytes = gib(0.35);
     const Bytes weights{2 * 8'030'261'248ull};
-    r.measured.activationPeakBytes = gib(17.06) - weights; // torch peak beyond the weights
+    // torch peak beyond what "Loading model weights took" counts: the checkpoint and the rotary
+    // cos/sin cache (131,072 x 128 x 2 B), priced as its own item.
+    const Bytes rotary{131'072ull * 128 * 2};
+    r.measured.activationPeakBytes = gib(17.06) - weights - rotary;
     r.measured.cudaGraphBytes = Bytes{};
     const auto plan = makePlan(r);
     REQUIRE(plan);

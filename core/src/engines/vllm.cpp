@@ -1,12 +1,17 @@
-// vLLM: gpu_memory_utilization of the card total, less the profile run's torch peak, the
-// non-torch memory and the CUDA-graph pool, in blocks of block_size tokens.
-// Rules: vllm/worker/worker.py determine_num_available_blocks (V0, v0.6.x);
+// vLLM: gpu_memory_utilization of the card total, less the weights, the profile run's torch
+// peak, the non-torch memory (and the CUDA-graph estimate where it is subtracted), in blocks of
+// block_size tokens. Rules: vllm/worker/worker.py determine_num_available_blocks (V0, v0.6.x);
 // vllm/v1/worker/gpu_worker.py determine_available_memory and vllm/v1/core/kv_cache_utils.py
-// (V1); settings: vllm/engine/arg_utils.py (EngineArgs). The rule arithmetic is enginerules.h.
+// (V1); settings: vllm/engine/arg_utils.py (EngineArgs). The terms are engines/vllmmemory.h,
+// the block arithmetic enginerules.h.
 
 #include "common.h"
 
 #include "headroom/core/enginerules.h"
+#include "headroom/core/engines/vllmmemory.h"
+
+#include <algorithm>
+#include <cstdio>
 
 namespace headroom::engines {
 
@@ -64,6 +69,73 @@ std::string vllmFromKvId(const std::string& id)
     return isDefaultKvDtype(id) ? "auto" : id;
 }
 
+/// The model dtype's bytes: 4 for an fp32 checkpoint, else 2 (fp8/int weights run bf16/fp16).
+std::uint32_t activationBytes(const WeightFormat& f)
+{
+    return f.kind == FormatKind::Float && f.bits == 32 ? 4 : 2;
+}
+
+std::string gib(Bytes b)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b.value) / static_cast<double>(kGiB));
+    return buf;
+}
+
+/// The terms vLLM's profiler subtracts besides the weights (vllmmemory.h), each replaced by its
+/// measured figure when given: the rotary cache loaded with the model, the torch peak increase
+/// of the profile run, the non-torch memory, and the CUDA-graph pool where subtracted.
+void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector<OverheadItem>& out)
+{
+    const PlanRequest& r = in.request;
+    const MeasuredOverheads& m = r.measured;
+    const EngineSetup& s = in.setup;
+    const std::uint32_t act = activationBytes(r.format);
+    out.push_back(item("rotary_cache", vllm::rotaryCacheBytes(in.arch, act),
+                       "cos/sin cache, max_position_embeddings x rotary dim (part of vLLM's \"Model loading took\")"));
+
+    const std::uint64_t seqs = in.settings.integer("max-num-seqs").value_or(256);
+    vllm::ProfileShape shape;
+    shape.batchedTokens = s.ubatchTokens;
+    shape.samplerRows = std::min(seqs, s.ubatchTokens);
+    shape.tensorParallel = s.tensorParallel;
+    shape.pipelineParallel = s.pipelineParallel;
+    shape.activationBytes = act;
+    const vllm::ProfilePeak peak = vllm::profilePeak(in.arch, shape);
+    const bool samplerBinds = peak.samplerBytes.value >= peak.forwardBytes.value;
+    out.push_back(item("activation_peak", m.activationPeakBytes.value_or(peak.peakBytes()),
+                       m.activationPeakBytes
+                           ? std::string("measured")
+                           : "profile run torch peak: max(forward of " + formatThousands(shape.batchedTokens) + " tokens "
+                                 + gib(peak.forwardBytes) + ", sampler of " + formatThousands(shape.samplerRows) + " rows x "
+                                 + formatThousands(in.arch.vocabSize) + " vocab " + gib(peak.samplerBytes) + ") = "
+                                 + (samplerBinds ? "sampler" : "forward")));
+
+    const Bytes nonTorch = m.runtimeBytes.value_or(
+        vllm::nonTorchBytes(rule, s.tensorParallel, s.pipelineParallel, r.engine.runtimeBytes));
+    std::string how;
+    if (m.runtimeBytes)
+        how = "measured";
+    else if (rule == vllm::ProfilerRule::TotalPeak)
+        how = "non-torch memory after the profile run, CUDA context included (engine profile)";
+    else if (s.tensorParallel > 1)
+        how = "non-torch increase of the profile run per rank with TP " + std::to_string(s.tensorParallel)
+            + ": NCCL channels and custom all-reduce buffers (from the printed figures of the v0.19 sweep)";
+    else if (s.pipelineParallel > 1)
+        how = "non-torch increase of the profile run per rank with PP (from the printed figures of the v0.19 sweep)";
+    else
+        how = "non-torch increase of the profile run (engine profile)";
+    out.push_back(item("non_torch", nonTorch, how));
+
+    // CUDA graphs are captured after the KV cache is allocated; vLLM subtracts a graph estimate
+    // only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (off by default in v0.19), never
+    // with --enforce-eager.
+    const bool eager = in.settings.boolean("enforce-eager").value_or(false);
+    const Bytes graphs = eager ? Bytes{} : m.cudaGraphBytes.value_or(r.engine.cudaGraphBytes);
+    if (graphs.value > 0)
+        out.push_back(item("cuda_graphs", graphs, m.cudaGraphBytes ? "measured" : "engine profile"));
+}
+
 class VllmEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Vllm; }
@@ -81,7 +153,13 @@ public:
         setup.contextAsked = r.contextTokens.has_value() || s.given("max-model-len");
         if (s.given("max-model-len"))
             setup.askedContextTokens = setup.contextTokens;
-        auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "max-num-batched-tokens", name, r.engine.ubatchTokens);
+        // get_batch_defaults of the version for this card (vllmmemory.h).
+        const std::string version = appliedEngineVersion(r.engine);
+        const vllm::BatchDefaults defaults = vllm::batchDefaults(version, r.card.totalBytes, r.card.name + " " + r.card.id,
+                                                                 setup.contextTokens, s.boolean("enable-chunked-prefill"));
+        if (!s.given("enable-chunked-prefill"))
+            s.setDerived(derivedBoolean("enable-chunked-prefill", defaults.chunkedPrefill));
+        auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "max-num-batched-tokens", name, defaults.maxNumBatchedTokens);
         if (!ub)
             return tl::unexpected(ub.error());
         setup.ubatchTokens = ub->value_or(0);
@@ -104,6 +182,8 @@ public:
         if (s.given("max-num-seqs")) {
             setup.maxSequences = s.integer("max-num-seqs");
             setup.maxSequencesSetting = "--max-num-seqs";
+        } else {
+            s.setDerived(derivedInteger("max-num-seqs", defaults.maxNumSeqs));
         }
         if (!s.find("gpu-memory-utilization"))
             s.setDerived(derivedNumber("gpu-memory-utilization", r.engine.memoryFraction));
@@ -131,20 +211,32 @@ public:
     {
         const PlanRequest& r = in.request;
         const EnginePolicy& e = r.engine;
+        const vllm::ProfilerRule rule = vllm::profilerRule(appliedEngineVersion(e));
         const double utilization = in.settings.number("gpu-memory-utilization").value_or(e.memoryFraction);
         const Bytes total = r.card.totalBytes;
         EngineBill b;
         b.usableBytes = fraction(total, utilization);
-        b.reserved.push_back(item("utilization_headroom", total - b.usableBytes, "1 - " + percent(utilization) + " of the card total"));
-        addRuntimeItems(in, true, b.overheads);
-        finishBudget(in, b);
+        b.reserved.push_back(item("utilization_headroom", total - b.usableBytes,
+                                  "1 - " + percent(utilization) + " of the card total"
+                                      + (rule == vllm::ProfilerRule::SnapshotDelta
+                                             ? " (the CUDA context and NCCL communicators of the init snapshot sit here: "
+                                               "vLLM counts only what the profile run adds, gpu_worker.py)"
+                                             : "")));
+        billProfileRun(in, rule, b.overheads);
 
         const std::uint64_t blockTokens = in.setup.paging.blockTokens;
         const Bytes blockBytes = in.kvBytesPerToken * blockTokens;
-        const Bytes nonTorch = r.measured.runtimeBytes.value_or(e.runtimeBytes);
-        const Bytes graphs = r.measured.cudaGraphBytes.value_or(e.cudaGraphBytes);
-        const Bytes torchPeak = in.weightsBytes + saturatingSub(totalBytes(b.overheads), nonTorch + graphs);
-        b.kvBlocks = vllmGpuBlocks(total, utilization, torchPeak, nonTorch, graphs, blockBytes);
+        if (const std::optional<std::uint64_t> fixed = in.settings.integer("kv-cache-memory-bytes");
+            fixed && in.settings.given("kv-cache-memory-bytes")) {
+            // --kv-cache-memory-bytes: determine_available_memory returns it and skips the
+            // utilization rule (gpu_worker.py, v0.11 on).
+            b.kvBudgetBytes = Bytes{*fixed};
+            b.notes.push_back("--kv-cache-memory-bytes " + std::to_string(*fixed)
+                              + " sizes the KV cache; gpu-memory-utilization is not applied (vllm/v1/worker/gpu_worker.py)");
+        } else {
+            b.kvBudgetBytes = saturatingSub(b.usableBytes, in.weightsBytes + totalBytes(b.overheads));
+        }
+        b.kvBlocks = blockBytes.value == 0 ? 0 : b.kvBudgetBytes.value / blockBytes.value;
         const std::uint64_t tokens = *b.kvBlocks * blockTokens;
         b.figures.push_back({"num_gpu_blocks", static_cast<double>(*b.kvBlocks), "blocks",
                              "# GPU blocks: " + std::to_string(*b.kvBlocks), "vllm/worker/worker.py (V0)"});

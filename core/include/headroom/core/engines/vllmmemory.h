@@ -1,0 +1,108 @@
+#pragma once
+/// @file vllmmemory.h
+/// vLLM's start-up memory arithmetic, term by term, as its memory profiler measures it: the
+/// batch defaults the profile run is sized by, the torch peak of that run (one forward pass of
+/// max_num_batched_tokens tokens, then the sampler over max_num_seqs rows), the model-loading
+/// extras beyond the checkpoint, and the non-torch memory per rank. Read from vLLM's source:
+///   - vllm/v1/worker/gpu_worker.py determine_available_memory (v0.19.0): with
+///     memory_profiling(init_snapshot, weights_memory): available = requested_memory
+///     (= init total x gpu_memory_utilization) - non_kv_cache_memory, non_kv_cache_memory =
+///     weights + torch_peak_increase + non_torch_increase (vllm/utils/mem_utils.py). The CUDA
+///     context and the NCCL communicators already exist at the init snapshot and are not counted.
+///     v0.8 (commit 0012cf6 of gpu_worker.py) instead subtracted torch's allocated peak (weights
+///     included) and every non-torch byte in use after the profile run (the CUDA context too).
+///   - vllm/worker/worker.py determine_num_available_blocks (V0, v0.6.4): available = total x
+///     gpu_memory_utilization - torch peak (weights included) - non-torch memory.
+///   - vllm/v1/worker/gpu_model_runner.py profile_run (v0.19.0): _dummy_run(max_num_tokens) then,
+///     on the last pipeline stage, _dummy_sampler_run on the last token of each of
+///     min(max_num_seqs, max_num_batched_tokens) dummy requests (compute_logits, then the Sampler
+///     with temperature, top-k and top-p set, v1/sample/sampler.py); V0 (worker/model_runner.py
+///     profile_run, v0.6.4) does the same over max_num_seqs sequences.
+///   - vllm/engine/arg_utils.py get_batch_defaults (v0.19.0): vllm serve takes
+///     max_num_batched_tokens 8192 and max_num_seqs 1024 on a device of >= 70 GiB whose name has
+///     no "a100", else 2048 and 256; without chunked prefill max_num_batched_tokens is
+///     max(max_model_len, 2048) (V0 v0.6.x: chunked prefill on by default only past 32K tokens).
+/// Checked against the printed figures of tests/data/engine-logs/vllm-*.json ([engine-logs]).
+
+#include "headroom/core/architecture.h"
+#include "headroom/core/units.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace headroom::vllm {
+
+/// Which arithmetic a version applies (see the file comment).
+enum class ProfilerRule {
+    TotalPeak,     ///< V0 (worker.py, v0.2.5-v0.7) and V1 before v0.9: torch peak + all non-torch memory
+    SnapshotDelta, ///< V1 from v0.9 (memory_profiling against the init snapshot): increases only
+};
+
+/// The rule of @p version ("0.19.0"; "" = current).
+ProfilerRule profilerRule(const std::string& version);
+
+/// True for the V0 engine (before v0.8, when V1 became the default).
+bool isV0(const std::string& version);
+
+/// What get_batch_defaults gives `vllm serve` (see the file comment).
+struct BatchDefaults {
+    bool chunkedPrefill = true;            ///< enable_chunked_prefill
+    std::uint64_t maxNumBatchedTokens = 0; ///< max_num_batched_tokens
+    std::uint64_t maxNumSeqs = 0;          ///< max_num_seqs
+};
+
+/// The defaults for @p version on a device of @p deviceTotalBytes named @p deviceName (the name
+/// matters only for the A100 exception), for @p maxModelLenTokens; @p chunkedPrefill is the
+/// setting when given (else the version's default).
+BatchDefaults batchDefaults(const std::string& version, Bytes deviceTotalBytes, const std::string& deviceName,
+                            std::uint64_t maxModelLenTokens, const std::optional<bool>& chunkedPrefill);
+
+/// The shape of one profile run on one rank.
+struct ProfileShape {
+    std::uint64_t batchedTokens = 0;  ///< max_num_batched_tokens of the dummy forward pass
+    std::uint64_t samplerRows = 0;    ///< min(max_num_seqs, max_num_batched_tokens): logits rows
+    std::uint32_t tensorParallel = 1; ///< shards the MLP intermediates (not the logits: gathered)
+    std::uint32_t pipelineParallel = 1;
+    std::uint32_t activationBytes = 2;///< the model dtype: 2 (bf16/fp16), 4 (fp32)
+};
+
+/// The torch peak increase of a profile run, by phase (bytes per rank).
+struct ProfilePeak {
+    /// One forward pass: per token 3 x hidden + 3 x intermediate / TP elements (the residual, the
+    /// normed input the decoder layer keeps, the down-projection output, the gate_up output the
+    /// MLP keeps while act_and_mul and down_proj run; for MoE layers the fused-MoE caches of
+    /// top_k experts: 2 I + I + H each, I = the expert width / TP).
+    Bytes forwardBytes;
+    /// After it, on the last stage: the hidden states of every token and of the sampled rows
+    /// (kept by profile_run), the hidden + residual received from the previous stage (PP > 1),
+    /// and the logits of samplerRows rows x vocab at (model dtype + 13) B per entry: the
+    /// lm_head output (model dtype), the sampler's fp32 copy (4 B, sampler.py) and the
+    /// top-k/top-p pass over it (9 B: fp32 masked/sorted logits 4 B, probabilities 4 B and a
+    /// bool mask 1 B, v1/sample/ops/topk_topp_sampler.py). With them the peak agrees within
+    /// 0.08 GiB with the torch peak increase vLLM 0.19 prints on H100 for Llama-3.1-8B (bf16,
+    /// fp32, TP 1/2/4, PP 2), Qwen2.5-7B and gemma-2-9b (llm-d-planner sweep; tst_vllmmemory.cpp).
+    Bytes samplerBytes;
+    /// max(forwardBytes, samplerBytes): what the profiler records.
+    Bytes peakBytes() const { return forwardBytes.value > samplerBytes.value ? forwardBytes : samplerBytes; }
+};
+
+/// The peak of one profile run of @p arch shaped by @p shape.
+ProfilePeak profilePeak(const Architecture& arch, const ProfileShape& shape);
+
+/// The rotary cos/sin cache vLLM builds while loading (rotary_embedding.py RotaryEmbedding:
+/// max_position_embeddings x rotary_dim in the model dtype, one per process; "Model loading
+/// took" includes it): 32 MiB for Llama-3.1-8B (131,072 x 128 x 2 B).
+Bytes rotaryCacheBytes(const Architecture& arch, std::uint32_t activationBytes);
+
+/// Non-torch memory the rule subtracts per rank, when no measured figure is given:
+/// - SnapshotDelta: what the profile run adds outside torch. One GPU: @p singleGpuBytes (the
+///   profile's runtime_bytes: 0.25 GiB; the v0.19 sweep prints 0.24-0.27 GiB); TP > 1: 2.1 GiB
+///   (NCCL's lazily connected channels and the custom all-reduce buffers, registered on the first
+///   collective of the profile run; priced from the printed figures of the v0.19 H100 sweep,
+///   2.06-2.21 GiB at TP 2 and 4, not derived from the source); PP > 1 alone: 0.07 GiB (printed).
+/// - TotalPeak: every non-torch byte after the profile run, the CUDA context included:
+///   @p singleGpuBytes (the profile's figure) on every rank.
+Bytes nonTorchBytes(ProfilerRule rule, std::uint32_t tensorParallel, std::uint32_t pipelineParallel, Bytes singleGpuBytes);
+
+} // namespace headroom::vllm

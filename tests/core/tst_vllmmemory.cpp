@@ -1,0 +1,142 @@
+// vLLM's profile-run terms (engines/vllmmemory.h) against the figures vLLM printed: the torch
+// peak increase and non-torch increase of the llm-d-planner v0.19.0 H100 sweep (DEBUG line
+// "Memory profiling takes ... torch peak memory increase: X GiB; non-torch forward increase
+// memory: Y GiB", logs at commit d3121e0 of llm-d-incubation/llm-d-planner, results_raw.csv)
+// and the V0 peak_torch_memory of vLLM 0.6.4 (issue 10517).
+
+#include "fixtures.h"
+
+#include "headroom/core/engines/vllmmemory.h"
+#include "headroom/core/profiles.h"
+
+#include <catch2/catch.hpp>
+
+using namespace headroom;
+using namespace headroom::vllm;
+
+namespace {
+
+Architecture model(const char* id)
+{
+    auto set = loadProfiles(test::sourcePath("profiles"));
+    REQUIRE(set);
+    const ModelProfile* m = set->findModel(id);
+    REQUIRE(m);
+    REQUIRE(m->architecture);
+    return *m->architecture;
+}
+
+double gibOf(Bytes b)
+{
+    return static_cast<double>(b.value) / static_cast<double>(kGiB);
+}
+
+ProfileShape h100Shape(std::uint32_t tp = 1, std::uint32_t pp = 1, std::uint32_t act = 2)
+{
+    ProfileShape s;
+    s.batchedTokens = 8192; // "Chunked prefill is enabled with max_num_batched_tokens=8192."
+    s.samplerRows = 1024;   // min(max_num_seqs 1024, 8192)
+    s.tensorParallel = tp;
+    s.pipelineParallel = pp;
+    s.activationBytes = act;
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("vLLM batch defaults follow get_batch_defaults of the version and the device", "[vllm]")
+{
+    const Bytes h100{85'029'615'043ull}; // total_memory=79.19GiB
+    BatchDefaults d = batchDefaults("0.19.0", h100, "NVIDIA H100 80GB HBM3", 8192, std::nullopt);
+    CHECK(d.chunkedPrefill);
+    CHECK(d.maxNumBatchedTokens == 8192);
+    CHECK(d.maxNumSeqs == 1024);
+    d = batchDefaults("0.19.0", h100, "NVIDIA A100-SXM4-80GB", 8192, std::nullopt); // PR 17885's exception
+    CHECK(d.maxNumBatchedTokens == 2048);
+    CHECK(d.maxNumSeqs == 256);
+    d = batchDefaults("", Bytes{24 * kGiB}, "NVIDIA GeForce RTX 4090", 8192, std::nullopt);
+    CHECK(d.maxNumBatchedTokens == 2048);
+    CHECK(d.maxNumSeqs == 256);
+    d = batchDefaults("0.19.0", h100, "H100", 8192, false); // no chunked prefill: the whole context at once
+    CHECK(d.maxNumBatchedTokens == 8192);
+    d = batchDefaults("0.19.0", h100, "H100", 1024, false);
+    CHECK(d.maxNumBatchedTokens == 2048);
+    // V0: chunked prefill only past 32K tokens.
+    d = batchDefaults("0.6.4", Bytes{25'318'832'210ull}, "NVIDIA GeForce RTX 3090", 20000, std::nullopt);
+    CHECK_FALSE(d.chunkedPrefill);
+    CHECK(d.maxNumBatchedTokens == 20000);
+    CHECK(d.maxNumSeqs == 256);
+    d = batchDefaults("0.6.4", Bytes{25'318'832'210ull}, "NVIDIA GeForce RTX 3090", 40000, std::nullopt);
+    CHECK(d.chunkedPrefill);
+    CHECK(d.maxNumBatchedTokens == 512);
+}
+
+TEST_CASE("vLLM versions pick their profiler rule", "[vllm]")
+{
+    CHECK(profilerRule("0.19.0") == ProfilerRule::SnapshotDelta);
+    CHECK(profilerRule("") == ProfilerRule::SnapshotDelta);
+    CHECK(profilerRule("0.9.2") == ProfilerRule::SnapshotDelta);
+    CHECK(profilerRule("0.8.5") == ProfilerRule::TotalPeak);
+    CHECK(profilerRule("0.6.4") == ProfilerRule::TotalPeak);
+    CHECK(isV0("0.7.1"));
+    CHECK_FALSE(isV0("0.8.0"));
+}
+
+TEST_CASE("vLLM 0.19's profile-run torch peak matches the printed increase", "[vllm]")
+{
+    // Printed torch peak memory increase (GiB), 0.01 GiB digits; tolerance 0.08 GiB (< 0.15 % of
+    // the KV pools of these runs; gemma-2-9b, the largest vocab, comes out 0.07 GiB above).
+    struct Row {
+        const char* model;
+        ProfileShape shape;
+        double printedGib;
+    };
+    const Row rows[] = {
+        {"llama-3.1-8b", h100Shape(), 1.89},
+        {"llama-3.1-8b", h100Shape(2), 1.89},       // TP 2: the logits are gathered to the full vocab
+        {"llama-3.1-8b", h100Shape(4), 1.89},
+        {"llama-3.1-8b", h100Shape(1, 1, 4), 2.21}, // fp32 model
+        {"llama-3.1-8b", h100Shape(1, 2), 2.01},    // the last PP stage (Worker_PP1)
+        {"qwen2.5-7b", h100Shape(), 2.21},
+        {"gemma-2-9b", h100Shape(), 3.65},
+    };
+    for (const Row& row : rows) {
+        const ProfilePeak p = profilePeak(model(row.model), row.shape);
+        INFO(row.model << " tp " << row.shape.tensorParallel << " pp " << row.shape.pipelineParallel << " act "
+                       << row.shape.activationBytes << ": forward " << gibOf(p.forwardBytes) << " GiB, sampler "
+                       << gibOf(p.samplerBytes) << " GiB");
+        CHECK(gibOf(p.peakBytes()) == Approx(row.printedGib).margin(0.08));
+        CHECK(p.samplerBytes.value >= p.forwardBytes.value); // the sampler binds for these vocabularies
+    }
+    // The first PP stage has no sampler: its peak is the forward pass (printed 1.10 GiB for
+    // Worker_PP0; the compiled graph keeps more than the 3H + 3I of eager PyTorch, 0.84 GiB).
+    const ProfilePeak first = profilePeak(model("llama-3.1-8b"), h100Shape());
+    CHECK(gibOf(first.forwardBytes) == Approx(0.84).margin(0.01));
+}
+
+TEST_CASE("vLLM V0's profile peak is the forward pass of max_model_len tokens", "[vllm]")
+{
+    // vLLM 0.6.4, RTX 3090: peak_torch_memory 17.06 / 17.98 GiB with 14.9888 GiB of weights
+    // (which include the 32 MiB rotary cache).
+    const Architecture llama = model("llama-3.1-8b");
+    const double weightsGib = 14.9888;
+    for (const auto& [tokens, peakGib] : {std::pair{20000ull, 17.06}, std::pair{29000ull, 17.98}}) {
+        ProfileShape s;
+        s.batchedTokens = tokens;
+        s.samplerRows = 256;
+        const ProfilePeak p = profilePeak(llama, s);
+        CHECK(p.forwardBytes.value > p.samplerBytes.value);
+        CHECK(gibOf(p.peakBytes()) == Approx(peakGib - weightsGib).margin(0.03));
+    }
+    CHECK(rotaryCacheBytes(llama, 2).value == 131'072ull * 128 * 2);
+}
+
+TEST_CASE("vLLM non-torch memory per rank by rule and parallelism", "[vllm]")
+{
+    const Bytes single{268'435'456};
+    CHECK(nonTorchBytes(ProfilerRule::SnapshotDelta, 1, 1, single) == single);
+    CHECK(gibOf(nonTorchBytes(ProfilerRule::SnapshotDelta, 2, 1, single)) == Approx(2.1).margin(0.005));
+    CHECK(gibOf(nonTorchBytes(ProfilerRule::SnapshotDelta, 4, 1, single)) == Approx(2.1).margin(0.005));
+    CHECK(gibOf(nonTorchBytes(ProfilerRule::SnapshotDelta, 1, 2, single)) == Approx(0.07).margin(0.005));
+    CHECK(nonTorchBytes(ProfilerRule::TotalPeak, 4, 1, single) == single);
+}
