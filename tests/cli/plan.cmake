@@ -15,12 +15,12 @@ set_tests_properties(cli_plan_text PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
 add_test(NAME cli_table_default COMMAND ${_cli} table)
 set_tests_properties(cli_table_default PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "rtx-4060 +rtx-4060-ti-16gb +rtx-4090")
 # The same defaults in every command (and the app): no -m plans the default model at int4-g128,
-# 4 users x 8,192 tokens; on the 4090 the table's cell and plan's headline are the same 31,600.
+# 4 users x 8,192 tokens; on the 4090 the table's cell and plan's headline are the same 31,152.
 add_test(NAME cli_plan_default_model COMMAND ${_cli} plan)
 set_tests_properties(cli_plan_default_model PROPERTIES LABELS cli
-  PASS_REGULAR_EXPRESSION "Model +llama-3.1-8b .*Weights +int4-g128.*max context per user for 4 users +31,600\n  fits: 4 users x 8,192 tokens")
+  PASS_REGULAR_EXPRESSION "Model +llama-3.1-8b .*Weights +int4-g128.*max context per user for 4 users +31,152\n  fits: 4 users x 8,192 tokens")
 add_test(NAME cli_table_default_4090 COMMAND ${_cli} table -c rtx-4090)
-set_tests_properties(cli_table_default_4090 PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "Llama-3.1-8B +int4-g128 .* 31,600")
+set_tests_properties(cli_table_default_4090 PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "Llama-3.1-8B +int4-g128 .* 31,152")
 add_test(NAME cli_speed_default_model COMMAND ${_cli} speed)
 set_tests_properties(cli_speed_default_model PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "llama-3.1-8b")
 add_test(NAME cli_flags_default_model COMMAND ${_cli} flags --engine vllm)

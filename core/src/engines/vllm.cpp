@@ -219,8 +219,7 @@ public:
         b.reserved.push_back(item("utilization_headroom", total - b.usableBytes,
                                   "1 - " + percent(utilization) + " of the card total"
                                       + (rule == vllm::ProfilerRule::SnapshotDelta
-                                             ? " (the CUDA context and NCCL communicators of the init snapshot sit here: "
-                                               "vLLM counts only what the profile run adds, gpu_worker.py)"
+                                             ? " (holds the CUDA context: vLLM counts only what its profile run adds)"
                                              : "")));
         billProfileRun(in, rule, b.overheads);
 
