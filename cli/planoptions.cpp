@@ -61,6 +61,17 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
     cmd->add_option("--users", o.users, "Concurrent users (sequences)")->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 24));
     cmd->add_option("--ubatch", o.ubatch, "Micro-batch of the prefill activation peak, tokens")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 24));
+    auto* freeOpt = cmd->add_option("--free", o.free, "Device memory free now (default: the card total)")->check(sizeValidator());
+    cmd->add_option("--used", o.used, "Device memory other processes hold now: free = card total - SIZE")
+        ->check(sizeValidator())
+        ->excludes(freeOpt);
+    cmd->add_option("--offload", o.offload,
+                    "GPU layers: auto (the engine's placement, default), N (llama.cpp -ngl: output layer included), none (CPU only)")
+        ->check([](const std::string& s) {
+            return s == "auto" || s == "none" || (!s.empty() && s.size() < 8 && s.find_first_not_of("0123456789") == std::string::npos)
+                ? std::string()
+                : "expected auto, none or a layer count, got '" + s + "'";
+        });
     auto* fa = cmd->add_flag("--flash-attention", o.flashOn, "Flash attention on (default: the engine's)");
     cmd->add_flag("--no-flash-attention", o.flashOff, "Flash attention off: full attention scores count")->excludes(fa);
     cmd->add_flag("--json", o.json, "One JSON document on stdout");
@@ -155,6 +166,18 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r.flashAttention = o.flashOn;
                 if (!o.params.empty())
                     r.nominalParameters = parseCount(o.params);
+                if (!o.free.empty() || !o.used.empty()) {
+                    const Bytes given = *parseSize(o.free.empty() ? o.used : o.free);
+                    if (given > card->totalBytes)
+                        return tl::unexpected((o.free.empty() ? "--used " + o.used : "--free " + o.free) + " ("
+                                              + formatBytes(given) + ") is more than the " + formatBytes(card->totalBytes)
+                                              + " of card '" + card->id + "'");
+                    r.freeBytes = o.free.empty() ? saturatingSub(card->totalBytes, given) : given;
+                }
+                if (o.offload == "none")
+                    r.gpuLayers = 0;
+                else if (!o.offload.empty() && o.offload != "auto")
+                    r.gpuLayers = static_cast<std::uint32_t>(std::stoul(o.offload));
                 r.engineSettings = settings;
                 // The engine's own settings may ask the question (max-model-len, -np): then only
                 // the users default applies, and the engine derives the context.

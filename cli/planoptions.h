@@ -22,6 +22,9 @@ struct PlanOptions {
     std::string kvDtype = "fp16";
     std::string engine;
     std::string reserve;
+    std::string free;    ///< --free SIZE: device memory free now
+    std::string used;    ///< --used SIZE: held by the desktop and other processes (free = total - SIZE)
+    std::string offload; ///< --offload auto|N|none: GPU layers (N counted as llama.cpp -ngl)
     unsigned tp = 1;
     unsigned pp = 1;
     std::optional<std::uint64_t> context;

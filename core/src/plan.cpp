@@ -103,6 +103,12 @@ public:
         priceWeights();
         priceKv();
         m_out.refusals = engine.compatibility(m_r, m_setup);
+        if (m_r.gpuLayers && *m_r.gpuLayers <= m_arch.layers && !engine.offloadsLayers())
+            m_out.refusals.push_back({FitLimit::EngineRefusesToStart,
+                                      m_r.engine.name + " keeps every layer on the GPU: it has no layer offload (--offload "
+                                          + std::to_string(*m_r.gpuLayers) + " asks for "
+                                          + std::to_string(m_arch.layers + 1 - *m_r.gpuLayers)
+                                          + " layers in host memory); llama.cpp and Ollama can split the layers"});
         applyBill(engine);
         computeCapacity();
         if (!m_r.measured.source.empty())

@@ -48,7 +48,10 @@ foreach(case "unknown_model|plan -m no-such-model|unknown model 'no-such-model'"
              "engine_and_reserve|plan -m llama-2-7b --engine vllm --reserve 1GiB|excludes"
              "no_command||A subcommand is required"
              "unknown_command|frobnicate|unknown command 'frobnicate'"
-             "bad_gguf|inspect /nonexistent/x.gguf|x.gguf")
+             "bad_gguf|inspect /nonexistent/x.gguf|x.gguf"
+             "bad_offload|plan -m llama-2-13b --offload most|expected auto, none or a layer count"
+             "free_and_used|plan -m llama-2-13b --free 4GiB --used 2GiB|excludes"
+             "used_above_total|plan -m llama-2-13b -c rtx-4060 --used 9GiB|is more than the")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 name)
   list(GET parts 1 args)
@@ -90,3 +93,9 @@ if(HEADROOM_FIXTURES_DIR AND EXISTS ${HEADROOM_FIXTURES_DIR}/gguf/ggml-vocab-phi
   set_tests_properties(cli_error_vocab_only_gguf PROPERTIES LABELS cli
     PASS_REGULAR_EXPRESSION "ggml-vocab-phi-3.gguf: no tensors: a tokenizer/vocabulary-only GGUF holds no weights.*exit code 1")
 endif()
+
+# Partial offload (issue 11): --offload N is llama.cpp's -ngl, --free what the device has now.
+add_test(NAME cli_plan_offload_n COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --offload 12)
+set_tests_properties(cli_plan_offload_n PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "12/41 layers on the GPU")
+add_test(NAME cli_plan_free COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --free 6GiB)
+set_tests_properties(cli_plan_free PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "other_processes.*partial offload: [0-9]+/41 layers on the GPU")

@@ -109,11 +109,23 @@ const EngineFigure* engineFigure(const PlanResult& p, const std::string& caseNam
         {"kv_buffer_mib", {"kv_buffer", "kv_buffer_bytes", "memory_required_kv"}},
         {"compute_buffer_mib", {"compute_buffer", "compute_buffer_bytes", "memory_graph_full"}},
         {"kv_cells", {"kv_cells", "kv_size"}},
+        // A layer split (issue 11): llama.cpp's load_tensors / llama_kv_cache lines per device,
+        // Ollama's "offload to cuda" line.
+        {"offloaded_layers", {"offload_gpu_layers"}},
+        {"gpu_model_buffer_mib", {"gpu_weights_bytes"}},
+        {"host_model_buffer_mib", {"host_weights_bytes"}},
+        {"gpu_kv_buffer_mib", {"gpu_kv_buffer_bytes"}},
+        {"host_kv_buffer_mib", {"host_kv_buffer_bytes"}},
+        {"layers_offload", {"layers_offload"}},
+        {"memory_required_partial", {"memory_required_partial_bytes"}},
+        {"memory_required_full", {"memory_required_full_bytes"}},
+        {"memory_weights_total", {"memory_weights_total_bytes"}},
     };
+    // A case figure without an alias names the engine figure itself ("offload_gpu_layers",
+    // "gpu_weights_bytes", "memory_required_partial_bytes", ...: engines/bill.h EngineFigure names).
     const auto it = names.find(caseName);
-    if (it == names.end())
-        return nullptr;
-    for (const std::string& n : it->second)
+    const std::vector<std::string> own = {caseName};
+    for (const std::string& n : it == names.end() ? own : it->second)
         for (const EngineFigure& f : p.engineFigures)
             if (f.name == n)
                 return &f;
@@ -248,6 +260,11 @@ tl::expected<EngineLogCase, std::string> loadEngineLogCase(const std::filesystem
     } else {
         return tl::unexpected(fail(file, "/card", "expected \"profile\" or \"total_bytes\""));
     }
+    if (card.contains("free_bytes")) {
+        if (!card.at("free_bytes").is_number_unsigned() || card.at("free_bytes").get<std::uint64_t>() == 0)
+            return tl::unexpected(fail(file, "/card/free_bytes", "expected a positive integer"));
+        c.cardFreeBytes = card.at("free_bytes").get<std::uint64_t>();
+    }
     const auto parallel = [&](const char* key) -> tl::expected<std::uint32_t, std::string> {
         const json v = j.value(key, json(1));
         if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > 1024)
@@ -345,6 +362,8 @@ tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, co
     } else {
         r.card = anonymousCard(c.id, Bytes{*c.cardTotalBytes});
     }
+    if (c.cardFreeBytes)
+        r.freeBytes = Bytes{*c.cardFreeBytes};
     // The profile of the case's version; a version no profile covers runs the current profile's
     // constants with the unit's rules of that version.
     auto engine = resolveEngine(c.engine + "@" + c.engineVersion, profiles);

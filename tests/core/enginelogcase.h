@@ -44,6 +44,7 @@ struct EngineLogCase {
     std::string kvDtypeV;                      ///< llama.cpp -ctv, when it differs
     std::optional<std::string> cardProfile;
     std::optional<std::uint64_t> cardTotalBytes;
+    std::optional<std::uint64_t> cardFreeBytes; ///< free memory the engine measured at start (card/free_bytes)
     std::uint32_t tensorParallel = 1;
     std::uint32_t pipelineParallel = 1;
     std::map<std::string, std::string> settings; ///< the engine's own spelling

@@ -147,3 +147,44 @@ TEST_CASE("llama.cpp partial offload: Llama-2-13B q4_0 on an 8 GiB card", "[llam
     REQUIRE(p);
     CHECK(figure(*p, "offload_gpu_layers") == nullptr);
 }
+
+TEST_CASE("--offload N is llama.cpp's -ngl; --free lowers what --fit has", "[llamacpp][engines][offload]")
+{
+    PlanRequest r = llamaRequest("llama.cpp", "q4_0");
+    r.model.id = "llama-2-13b";
+    r.model.architecture = test::llama2_13b();
+    r.card = anonymousCard("24GiB", Bytes{24 * kGiB});
+    r.gpuLayers = 12;
+    auto p = makePlan(r);
+    REQUIRE(p);
+    REQUIRE(figure(*p, "offload_gpu_layers"));
+    CHECK(figure(*p, "offload_gpu_layers")->value == 12);
+    CHECK(p->verdict.state == FitState::PartialOffload);
+    // --offload and the engine's own -ngl must agree.
+    r.engineSettings = {{"ngl", "10"}};
+    CHECK_FALSE(makePlan(r));
+    r.engineSettings.clear();
+    r.gpuLayers.reset();
+    // 24 GiB total but only 6 GiB free now: usable is free - the 1 GiB fit target, and the model splits.
+    r.freeBytes = Bytes{6 * kGiB};
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->usableBytes.value == 5 * kGiB);
+    CHECK(p->verdict.state == FitState::PartialOffload);
+    REQUIRE(figure(*p, "offload_gpu_layers"));
+    CHECK(figure(*p, "offload_gpu_layers")->value < 41);
+}
+
+TEST_CASE("An engine without layer offload refuses --offload, saying so", "[engines][offload]")
+{
+    PlanRequest r = llamaRequest("vllm", "int4-g128");
+    r.gpuLayers = 20;
+    auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK_FALSE(p->fits);
+    CHECK(p->reason.find("keeps every layer on the GPU") != std::string::npos);
+    r.gpuLayers = 33; // all layers: nothing asked of the host
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->reason.find("keeps every layer on the GPU") == std::string::npos);
+}

@@ -71,6 +71,7 @@ class LlamaCppEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::LlamaCpp; }
     const std::vector<SettingSpec>& settings() const override { return llamaSettings(); }
+    bool offloadsLayers() const override { return true; }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
@@ -121,6 +122,13 @@ public:
         const bool unified = s.boolean("kv-unified").value_or(false);
         setup.paging.blockTokens = unified ? 1 : 256;
         setup.paging.cellPadding = unified ? 256 : 1;
+        // --offload N is -ngl N (the same count: output layer included).
+        std::optional<std::uint64_t> ngl;
+        if (r.gpuLayers)
+            ngl = *r.gpuLayers;
+        auto layers = reconcileCount(ngl, "--offload", s, "n-gpu-layers", name);
+        if (!layers)
+            return tl::unexpected(layers.error());
         if (!s.find("fit-target"))
             s.setDerived(derivedInteger("fit-target", r.engine.fixedReserve.value / kMiB));
         return setup;
@@ -152,7 +160,11 @@ public:
                                        kMiB, "fit-target")};
         const llamacpp::ContextSettings ctx = contextSettings(in);
         EngineBill b;
-        b.usableBytes = saturatingSub(r.card.totalBytes, reserve);
+        // --fit keeps its target free of what the device has free now (common/fit.cpp: free - target).
+        const Bytes free = r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes;
+        b.usableBytes = saturatingSub(free, reserve);
+        if (free < r.card.totalBytes)
+            b.reserved.push_back(item("other_processes", r.card.totalBytes - free, "held by other processes (--free/--used)"));
         b.reserved.push_back(item("fit_margin", reserve, "llama.cpp --fit target free per device"));
         const MeasuredOverheads& m = r.measured;
         b.overheads.push_back(item("cuda_context", m.runtimeBytes.value_or(r.engine.runtimeBytes),
@@ -218,7 +230,7 @@ private:
         if (!in.setup.contextAsked && in.request.engine.minContextTokens > 0)
             fitted.ctxSizeTokens = std::min(ctx.ctxSizeTokens, checkedMul(in.request.engine.minContextTokens, 1));
         const llamacpp::OffloadBill full = llamacpp::offload(in.arch, in.request.format, fitted, o);
-        const bool asked = s.given("n-gpu-layers");
+        const bool asked = s.given("n-gpu-layers") || in.request.gpuLayers.has_value();
         if (!asked && full.gpu.totalBytes() <= budget && o.cpuMoeLayers == 0 && o.kvOffload)
             return;
         o.gpuLayers = asked ? static_cast<std::int64_t>(*s.integer("n-gpu-layers"))

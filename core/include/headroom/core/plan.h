@@ -48,6 +48,15 @@ struct PlanRequest {
     std::optional<std::uint64_t> ubatchTokens;    ///< micro-batch; default: the engine's
     std::optional<bool> flashAttention;           ///< default: the engine's
     std::optional<std::uint64_t> nominalParameters; ///< `--params N`: replaces the derived count
+    /// Device memory free now (`--free SIZE`, or the card total minus `--used SIZE`: the desktop and
+    /// other processes). Engines that size from free memory (llama.cpp --fit, Ollama's
+    /// memory.available) start from it; absent: the card total. Never more than the total.
+    std::optional<Bytes> freeBytes;
+    /// Layers on the GPU (`--offload`): absent = the engine's own placement (llama.cpp --fit, Ollama's
+    /// estimator: all that fit); 0 = none (everything in host memory); N = N layers counted as
+    /// llama.cpp's -ngl counts them (output layer included). Engines that keep every layer on the GPU
+    /// refuse a value below the model's layers + 1 (Engine::offloadsLayers).
+    std::optional<std::uint32_t> gpuLayers;
     MeasuredOverheads measured;
     SpeedCalibration speedCalibration;            ///< measured bandwidth/compute for the speed figures
     /// The engine's own settings as typed (`--set KEY=VALUE`), spelled as the engine spells them

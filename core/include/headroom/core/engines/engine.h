@@ -81,6 +81,10 @@ public:
 
     /// The engine's bill of the busiest device.
     virtual EngineBill bill(const EngineInputs& in) const = 0;
+
+    /// Whether it can keep some layers in host memory (llama.cpp -ngl, Ollama num_gpu); an engine
+    /// that cannot refuses PlanRequest::gpuLayers below all layers, saying so.
+    virtual bool offloadsLayers() const { return false; }
 };
 
 /// The unit of @p kind (a static instance; never null).
