@@ -148,7 +148,7 @@ TEST_CASE("llama.cpp partial offload: Llama-2-13B q4_0 on an 8 GiB card", "[llam
     CHECK(figure(*p, "offload_gpu_layers") == nullptr);
 }
 
-TEST_CASE("--offload N is llama.cpp's -ngl; --free lowers what --fit has", "[llamacpp][engines][offload]")
+TEST_CASE("llama.cpp: the offload option is -ngl, and the free memory lowers what --fit has", "[llamacpp][engines][offload]")
 {
     PlanRequest r = llamaRequest("llama.cpp", "q4_0");
     r.model.id = "llama-2-13b";
