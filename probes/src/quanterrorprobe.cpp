@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
 
 namespace headroom::probes {
@@ -35,14 +34,15 @@ struct RealMatrix {
 // data_offset + tensor offset, gguf.md); other types are skipped. Errors as text.
 tl::expected<std::vector<RealMatrix>, std::string> readRealMatrices(const std::string& path)
 {
-    auto file = readGguf(path);
+    // The header and the tensor data are read through one descriptor (no re-open by name).
+    auto in = RegularFile::open(path);
+    if (!in)
+        return tl::unexpected(toString(in.error()));
+    auto file = readGguf(*in);
     if (!file)
         return tl::unexpected(toString(file.error()));
     if (file->bigEndian)
         return tl::unexpected(path + ": big-endian GGUF tensor data is not read");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return tl::unexpected(path + ": cannot open");
     std::vector<RealMatrix> out;
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < file->tensors.size() && out.size() < kMaxRealMatrices; ++i) {
@@ -57,16 +57,19 @@ tl::expected<std::vector<RealMatrix>, std::string> readRealMatrices(const std::s
         m.cols = static_cast<std::uint32_t>(t.shape[0]);
         m.rows = static_cast<std::uint32_t>(t.shape[1]);
         m.values.resize(t.elements);
-        in.seekg(static_cast<std::streamoff>(file->dataOffset + file->tensorOffsets[i]));
+        const std::uint64_t at = file->dataOffset + file->tensorOffsets[i];
+        bool complete = false;
         if (f32) {
-            in.read(reinterpret_cast<char*>(m.values.data()), static_cast<std::streamsize>(t.elements * 4));
+            auto got = in->readAt(at, m.values.data(), t.elements * 4);
+            complete = got && *got == t.elements * 4;
         } else {
             std::vector<std::uint16_t> half(t.elements);
-            in.read(reinterpret_cast<char*>(half.data()), static_cast<std::streamsize>(t.elements * 2));
+            auto got = in->readAt(at, half.data(), t.elements * 2);
+            complete = got && *got == t.elements * 2;
             for (std::size_t k = 0; k < half.size(); ++k)
                 m.values[k] = formats::halfToFloat(half[k]);
         }
-        if (!in)
+        if (!complete)
             return tl::unexpected(path + ": tensor " + t.name + " ends past the end of the file");
         total += t.elements;
         out.push_back(std::move(m));

@@ -12,6 +12,7 @@
 #include "headroom/core/importers/hfconfig.h"
 #include "headroom/core/importers/importedmodel.h"
 #include "headroom/core/importers/modeldirectory.h"
+#include "headroom/core/importers/regularfile.h"
 #include "headroom/core/importers/safetensors.h"
 #include "headroom/core/launchflags.h"
 #include "headroom/core/profiles.h"
@@ -26,8 +27,12 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 using namespace headroom;
 using namespace headroom::test;
@@ -415,4 +420,86 @@ TEST_CASE("hostile 9: CSV cells that would start a spreadsheet formula are prefi
     CHECK_THAT(*csv, Catch::Contains("\n\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","));
     CHECK_THAT(*csv, Catch::Contains(",'@SUM(A1)\n"));
     CHECK_THAT(*csv, !Catch::Contains(",=") && !Catch::Contains(",@"));
+}
+
+// --- the readers open once: no stat-then-open race ------------------------------------------------
+
+TEST_CASE("hostile 5: a reader checks the file it opened, not a path swapped to a FIFO after a check", "[hostile][toctou]")
+{
+    // Another thread swaps the path, atomically (rename of a fresh symlink over it), between a
+    // symlink to a regular file and one to a FIFO that nobody writes. A reader that checks the
+    // path and then opens it again sees a regular file, opens the FIFO and blocks forever (the
+    // bound fails the test); a reader that opens once and fstat()s that descriptor never blocks:
+    // every read is the file's header or "not a regular file".
+    ScratchDir dir("hostile-toctou");
+    writeBytes(dir.path() / "good.gguf", hostile::ggufSmallLlama());
+    writeBytes(dir.path() / "good.safetensors", hostile::safetensorsWithTensors(4));
+    REQUIRE(::mkfifo((dir.path() / "fifo").c_str(), 0600) == 0);
+    for (const std::string ext : {".gguf", ".safetensors"}) {
+        const fs::path target = dir.path() / ("target" + ext);
+        requireBounded(("swapped path " + ext).c_str(), 20, 256 * kMiB, [&] {
+            std::atomic<bool> stop{false};
+            std::thread swapper([&] {
+                const fs::path tmp = dir.path() / ("swap" + ext);
+                for (unsigned i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+                    ::unlink(tmp.c_str());
+                    if (::symlink(i % 2 ? "fifo" : ("good" + ext).c_str(), tmp.c_str()) != 0 ||
+                        std::rename(tmp.c_str(), target.c_str()) != 0)
+                        return;
+                }
+            });
+            while (!fs::exists(fs::symlink_status(target)))
+                std::this_thread::yield();
+            unsigned parsed = 0, refused = 0, other = 0;
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+            while (std::chrono::steady_clock::now() < until || parsed == 0 || refused == 0) {
+                std::optional<ImportError> error;
+                if (ext == ".gguf") {
+                    auto f = readGguf(target);
+                    if (!f)
+                        error = f.error();
+                } else {
+                    auto h = readSafetensorsHeader(target);
+                    if (!h)
+                        error = h.error();
+                }
+                if (!error)
+                    ++parsed;
+                else if (error->code == ImportErrorCode::ReadFailed && error->message == "not a regular file")
+                    ++refused;
+                else
+                    ++other;
+            }
+            stop = true;
+            swapper.join();
+            std::printf("%s: %u parsed, %u refused, %u other\n", ext.c_str(), parsed, refused, other);
+            std::fflush(stdout);
+            return other == 0 ? 0 : 1;
+        });
+    }
+}
+
+TEST_CASE("hostile 5: RegularFile reads the file it opened after its path is replaced", "[hostile][toctou]")
+{
+    ScratchDir dir("hostile-regularfile");
+    const fs::path path = dir.path() / "f.bin";
+    writeBytes(path, std::string("first contents"));
+    auto file = RegularFile::open(path);
+    REQUIRE(file);
+    CHECK(file->sizeBytes() == 14);
+    fs::remove(path);
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0); // the name now is a FIFO; the descriptor is not
+    auto text = file->readStringAt(6, 100);
+    REQUIRE(text);
+    CHECK(*text == "contents");
+    auto fifo = RegularFile::open(path);
+    REQUIRE(!fifo);
+    CHECK(fifo.error().code == ImportErrorCode::ReadFailed);
+    CHECK(toString(fifo.error()) == path.string() + ": not a regular file [read-failed]");
+    auto dev = RegularFile::open("/dev/zero");
+    REQUIRE(!dev);
+    CHECK(dev.error().message == "not a regular file");
+    auto missing = RegularFile::open(dir.path() / "absent");
+    REQUIRE(!missing);
+    CHECK(missing.error().code == ImportErrorCode::FileNotFound);
 }

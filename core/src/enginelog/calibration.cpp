@@ -2,13 +2,13 @@
 
 #include "headroom/core/engines/engine.h"
 #include "headroom/core/importers/importedmodel.h"
+#include "headroom/core/importers/regularfile.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
 
 namespace headroom {
@@ -487,15 +487,17 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
 
 tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem::path& file)
 {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(file, ec);
-    if (ec)
-        return tl::unexpected("cannot read " + file.string() + ": " + ec.message());
+    // Opened once: the size and the type (a regular file, never a FIFO) come from its descriptor.
+    auto in = RegularFile::open(file);
+    if (!in)
+        return tl::unexpected("cannot read " + file.string() + ": " + in.error().message);
+    const std::uint64_t size = in->sizeBytes();
     if (size > (1u << 20))
         return tl::unexpected(file.string() + ": a calibration is at most 1 MiB, this file is " + std::to_string(size) + " bytes");
-    std::ifstream in(file, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return calibrationFromJson(text, file.string());
+    auto text = in->readStringAt(0, size);
+    if (!text)
+        return tl::unexpected("cannot read " + file.string() + ": " + text.error().message);
+    return calibrationFromJson(*text, file.string());
 }
 
 tl::expected<std::optional<LogCalibration>, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,

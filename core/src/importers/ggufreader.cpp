@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
 
@@ -85,12 +84,13 @@ namespace {
 constexpr std::uint64_t kChunkBytes = 1ull << 20;
 
 /// Bytes of the file, made available on demand: either all in memory, or read from a stream in
-/// chunks as the parser advances (only the header is ever read).
+/// chunks as the parser advances (only the header is ever read), through the descriptor that was
+/// type-checked when it was opened (RegularFile).
 class ByteSource {
 public:
     ByteSource(std::span<const std::uint8_t> bytes, std::uint64_t fileBytes)
         : m_memory(bytes), m_fileBytes(fileBytes == 0 ? bytes.size() : fileBytes) {}
-    ByteSource(std::ifstream* stream, std::uint64_t fileBytes) : m_stream(stream), m_fileBytes(fileBytes) {}
+    explicit ByteSource(const RegularFile& file) : m_stream(&file), m_fileBytes(file.sizeBytes()) {}
 
     std::uint64_t fileBytes() const { return m_fileBytes; }
     std::uint64_t available() const { return m_stream ? m_buffer.size() : m_memory.size(); }
@@ -108,15 +108,14 @@ public:
         const std::uint64_t want = std::min(m_fileBytes, std::max(end, available() + kChunkBytes));
         const std::uint64_t old = m_buffer.size();
         m_buffer.resize(static_cast<std::size_t>(want));
-        m_stream->read(reinterpret_cast<char*>(m_buffer.data() + old), static_cast<std::streamsize>(want - old));
-        const auto got = static_cast<std::uint64_t>(m_stream->gcount());
-        m_buffer.resize(static_cast<std::size_t>(old + got));
+        auto got = m_stream->readAt(old, m_buffer.data() + old, static_cast<std::size_t>(want - old));
+        m_buffer.resize(static_cast<std::size_t>(old + (got ? *got : 0))); // a read error reads as the end
         return end <= m_buffer.size();
     }
 
 private:
     std::span<const std::uint8_t> m_memory;
-    std::ifstream* m_stream = nullptr;
+    const RegularFile* m_stream = nullptr;
     std::vector<std::uint8_t> m_buffer;
     std::uint64_t m_fileBytes = 0;
 };
@@ -567,23 +566,26 @@ tl::expected<GgufFile, ImportError> readGgufBytes(std::span<const std::uint8_t> 
     }
 }
 
-tl::expected<GgufFile, ImportError> readGguf(const std::filesystem::path& path)
+tl::expected<GgufFile, ImportError> readGguf(const RegularFile& file)
 {
-    auto size = importers::regularFileSize(path);
-    if (!size)
-        return tl::unexpected(size.error());
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return tl::unexpected(makeError(ImportErrorCode::ReadFailed, path.string(), "cannot open for reading"));
-    ByteSource src(&in, *size);
+    ByteSource src(file);
+    const std::string name = file.path().string();
     try {
-        GgufParser parser(src, path.string());
+        GgufParser parser(src, name);
         return parser.parse();
     } catch (const ParseFailure& f) {
         return tl::unexpected(f.error);
     } catch (const std::bad_alloc&) {
-        return tl::unexpected(makeError(ImportErrorCode::ReadFailed, path.string(), "out of memory while reading the header"));
+        return tl::unexpected(makeError(ImportErrorCode::ReadFailed, name, "out of memory while reading the header"));
     }
+}
+
+tl::expected<GgufFile, ImportError> readGguf(const std::filesystem::path& path)
+{
+    auto file = RegularFile::open(path);
+    if (!file)
+        return tl::unexpected(file.error());
+    return readGguf(*file);
 }
 
 namespace {

@@ -24,14 +24,11 @@ inline ImportError makeError(ImportErrorCode code, std::string file, std::string
 
 /// Reads a whole (small) file of at most @p maxBytes bytes: FileNotFound, ReadFailed, or
 /// BadValue when the file is larger than the limit. A path that is not a regular file is refused
-/// without blocking (opened O_NONBLOCK, checked with fstat): ReadFailed.
+/// without blocking (RegularFile: opened once, checked with fstat on that descriptor): ReadFailed.
 tl::expected<std::string, ImportError> readSmallFile(const std::filesystem::path& path, std::uint64_t maxBytes);
 
 /// The first @p maxBytes bytes of a regular file (fewer when it is shorter). A path that is not a
 /// regular file (a FIFO, a device, a socket) is refused without blocking: ReadFailed.
 tl::expected<std::string, ImportError> readFileHead(const std::filesystem::path& path, std::uint64_t maxBytes);
-
-/// Size of a regular file, or an error (FileNotFound / ReadFailed).
-tl::expected<std::uint64_t, ImportError> regularFileSize(const std::filesystem::path& path);
 
 } // namespace headroom::importers

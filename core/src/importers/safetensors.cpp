@@ -1,10 +1,11 @@
 #include "headroom/core/importers/safetensors.h"
 
+#include "headroom/core/importers/regularfile.h"
+
 #include "importutil.h"
 #include "jsonutil.h"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <set>
 
@@ -179,26 +180,29 @@ tl::expected<SafetensorsHeader, ImportError> parseSafetensorsBytes(std::span<con
 
 tl::expected<SafetensorsHeader, ImportError> readSafetensorsHeader(const std::filesystem::path& path)
 {
-    auto size = importers::regularFileSize(path);
-    if (!size)
-        return tl::unexpected(size.error());
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return tl::unexpected(makeError(ImportErrorCode::ReadFailed, path.string(), "cannot open for reading"));
+    // One descriptor for the type check, the size and both reads (no stat-then-open race).
+    auto file = RegularFile::open(path);
+    if (!file)
+        return tl::unexpected(file.error());
+    const std::uint64_t size = file->sizeBytes();
     std::vector<std::uint8_t> buf(8);
-    in.read(reinterpret_cast<char*>(buf.data()), 8);
-    if (in.gcount() != 8)
-        return parseSafetensorsBytes(std::span(buf.data(), static_cast<std::size_t>(in.gcount())), path.string(), *size);
+    auto got = file->readAt(0, buf.data(), 8);
+    if (!got)
+        return tl::unexpected(got.error());
+    if (*got != 8)
+        return parseSafetensorsBytes(std::span(buf.data(), *got), path.string(), size);
     std::uint64_t n = 0;
     for (int i = 7; i >= 0; --i)
         n = (n << 8) | buf[static_cast<std::size_t>(i)];
-    if (n == 0 || n > kSafetensorsMaxHeaderBytes || n > *size - 8)
-        return parseSafetensorsBytes(buf, path.string(), *size); // reports BadHeaderLength
+    if (n == 0 || n > kSafetensorsMaxHeaderBytes || n > size - 8)
+        return parseSafetensorsBytes(buf, path.string(), size); // reports BadHeaderLength
     buf.resize(static_cast<std::size_t>(8 + n));
-    in.read(reinterpret_cast<char*>(buf.data() + 8), static_cast<std::streamsize>(n));
-    if (static_cast<std::uint64_t>(in.gcount()) != n)
+    got = file->readAt(8, buf.data() + 8, static_cast<std::size_t>(n));
+    if (!got)
+        return tl::unexpected(got.error());
+    if (*got != n)
         return tl::unexpected(makeError(ImportErrorCode::ReadFailed, path.string(), "short read of the header", 8));
-    return parseSafetensorsBytes(buf, path.string(), *size);
+    return parseSafetensorsBytes(buf, path.string(), size);
 }
 
 } // namespace headroom

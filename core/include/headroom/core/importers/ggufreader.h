@@ -13,6 +13,7 @@
 #include "headroom/core/architecture.h"
 #include "headroom/core/importers/importedmodel.h"
 #include "headroom/core/importers/importerror.h"
+#include "headroom/core/importers/regularfile.h"
 
 #include <tl/expected.hpp>
 
@@ -99,8 +100,13 @@ tl::expected<GgufFile, ImportError> readGgufBytes(std::span<const std::uint8_t> 
                                                  std::uint64_t fileBytes = 0);
 
 /// Reads the header of the GGUF file at @p path: only the bytes of the header are read (in
-/// chunks, as the parser needs them); memory does not depend on the tensor data.
+/// chunks, as the parser needs them); memory does not depend on the tensor data. The file is
+/// opened once (RegularFile): a FIFO, a device or a socket is refused through that descriptor.
 tl::expected<GgufFile, ImportError> readGguf(const std::filesystem::path& path);
+
+/// The same, on a file already open: a caller that reads tensor data afterwards (the quant-error
+/// probe) reads it through the descriptor whose header was parsed, not a re-opened path.
+tl::expected<GgufFile, ImportError> readGguf(const RegularFile& file);
 
 /// The architecture described by the `<arch>.*` keys (block_count, embedding_length,
 /// attention.head_count[_kv] scalar or per-layer, key_length, value_length, sliding_window,
