@@ -9,14 +9,39 @@ case_name=$1 cli=$2 gen=$3 scratch=$4/$1 src=$5 render=${6:-}
 rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
 cd "$scratch" || exit 1
 
+# Under the sanitizers (HOSTILE_SANITIZED=1, the CLI built with ASan + UBSan): ASan reserves
+# terabytes of address space, so the memory bound is the peak RSS that GNU time measures (2 GiB,
+# "MEMORY BOUND EXCEEDED" otherwise) instead of ulimit -v, and the time bound is 60 s; every
+# sanitizer report goes to a file of $scratch/sanitizer and is printed at the end as
+# "sanitizer report: ..." (CTest's FAIL_REGULAR_EXPRESSION).
+sanitized=${HOSTILE_SANITIZED:-0}
+if [ "$sanitized" = 1 ]; then
+  mkdir -p "$scratch/sanitizer"
+  export ASAN_OPTIONS="detect_leaks=1:log_path=$scratch/sanitizer/asan"
+  export UBSAN_OPTIONS="print_stacktrace=1:log_path=$scratch/sanitizer/ubsan"
+  report_sanitizers() {
+    for f in "$scratch"/sanitizer/*; do
+      [ -f "$f" ] && { echo "sanitizer report: $f"; cat "$f"; }
+    done
+  }
+  trap report_sanitizers EXIT
+fi
+
 # bounded CMD...: runs CMD with the bounds; its exit code is printed as "exit code N".
 bounded() {
-  if [ -x /usr/bin/time ]; then
+  if [ "$sanitized" = 1 ]; then
+    timeout 60 /usr/bin/time -f "%M" -o "$scratch/.rss" "$@"
+    code=$?
+    rss=$(tail -1 "$scratch/.rss" 2>/dev/null || echo 0); rm -f "$scratch/.rss"
+    echo "bound: ${rss} KiB peak (limits 60 s, 2 GiB RSS under the sanitizers)" >&2
+    [ "${rss:-0}" -le 2097152 ] 2>/dev/null || echo "MEMORY BOUND EXCEEDED: ${rss} KiB"
+  elif [ -x /usr/bin/time ]; then
     ( ulimit -v 2097152; timeout 20 /usr/bin/time -f "bound: %e s, %M KiB peak (limits 20 s, 2 GiB)" -o "$scratch/.time" "$@" )
+    code=$?
   else
     ( ulimit -v 2097152; timeout 20 "$@" )
+    code=$?
   fi
-  code=$?
   [ -f "$scratch/.time" ] && cat "$scratch/.time" >&2 && rm -f "$scratch/.time"
   echo "exit code $code"
 }
@@ -62,7 +87,10 @@ case $case_name in
     [ -x "$render" ] || { echo "SKIPPED: no headroom-render"; exit 0; }
     mkdir tmp
     TMPDIR=$scratch/tmp bounded env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$cli" report -m llama-3.1-8b -c rtx-4090 --format pdf -o r.pdf 2>&1
-    echo "TMPDIR entries: $(ls -A tmp | wc -l)"
+    # Count only Headroom's own leftovers: Qt's runtime folder (TMPDIR/runtime-USER, made by the
+    # renderer when XDG_RUNTIME_DIR is unset) is not one; a temporary report or a .tmp-* is.
+    echo "TMPDIR entries: $(ls -A tmp | grep -v -x 'runtime-.*' | wc -l)"
+    echo "beside the output: $(ls -A . | grep -c '\.tmp-')"
     "$cli" report -m llama-3.1-8b -c rtx-4090 -o r.json
     HEADROOM_RENDER_PARENT_PID=1 bounded env -u DISPLAY -u WAYLAND_DISPLAY "$render" --format pdf -o orphan.pdf r.json 2>&1
     ls orphan.pdf 2>&1 | sed 's/.*cannot access/cannot access/' ;;
