@@ -17,20 +17,20 @@ check() { # COMMAND OUTPUT
     if ! echo "$out" | sed -E 's/[0-9][0-9,]* \([^)]*\)//g' | grep -Eq ' [0-9][0-9,]*( {2,}|$)'; then
       fail "$cmd: no cell fits" "$out"
     fi ;;
-  *" plan "*"--json"*) echo "$out" | grep -q '"verdict"' || fail "$cmd: no verdict" "$out" ;;
+  *" plan "*"--json"*) grep -q '"verdict"' <<<"$out" || fail "$cmd: no verdict" "$out" ;;
   *" plan "*) echo "$out" | grep -Eq '^  verdict +(fits|fits with less|does not fit)$' || fail "$cmd: no verdict" "$out" ;;
   *" speed "*)
-    echo "$out" | grep -q 'TPOT at' || fail "$cmd: no speed" "$out"
-    echo "$out" | grep -q 'does not fit' && fail "$cmd: speed for a plan that does not fit" "$out" ;;
+    grep -q 'TPOT at' <<<"$out" || fail "$cmd: no speed" "$out"
+    grep -q 'does not fit' <<<"$out" && fail "$cmd: speed for a plan that does not fit" "$out" ;;
   *" frontier "*) echo "$out" | grep -Eq 'users +max context' || fail "$cmd: no frontier" "$out" ;;
-  *" inspect "*) echo "$out" | grep -q '"format"' || fail "$cmd: no import" "$out" ;;
+  *" inspect "*) grep -q '"format"' <<<"$out" || fail "$cmd: no import" "$out" ;;
   *" probe "*) echo "$out" | grep -Eq 'all probes passed|no probe failed' || fail "$cmd: probes did not pass" "$out" ;;
   *" report "*)
     if [ -x "$bin/headroom-render" ]; then
       head -c 5 capacity.pdf | grep -q '%PDF-' || fail "$cmd: no PDF written" "$out"
     fi ;;
-  *" flags "*) echo "$out" | grep -q 'vllm serve' || fail "$cmd: no launch command" "$out" ;;
-  *) echo "$out" | grep -q '^id ' || fail "$cmd: no listing" "$out" ;;
+  *" flags "*) grep -q 'vllm serve' <<<"$out" || fail "$cmd: no launch command" "$out" ;;
+  *) grep -q '^id ' <<<"$out" || fail "$cmd: no listing" "$out" ;;
   esac
 }
 
