@@ -95,7 +95,8 @@ const std::vector<float>& weights() {
     return w;
 }
 
-enum class Format { Fp16, Int8Tensor, Int8Row, Int8G128, Int4Tensor, Int4Row, Int4G128, Nf4B64, Int8G32, Int4G32 };
+enum class Format { Fp16, Int8Tensor, Int8Row, Int8G128, Int4Tensor, Int4Row, Int4G128, Nf4B64, Int8G32, Int4G32,
+                    Q8_0, Q4_0, Q4_K, Q6_K };
 
 fmt::QuantLayout layoutOf(Format f) {
     using fmt::ScaleScope;
@@ -110,6 +111,10 @@ fmt::QuantLayout layoutOf(Format f) {
     case Format::Nf4B64: return fmt::nf4Layout();
     case Format::Int8G32: return fmt::symmetricLayout(8, ScaleScope::Group, 32); // q8_0's bytes per weight
     case Format::Int4G32: return fmt::symmetricLayout(4, ScaleScope::Group, 32); // q4_0's bytes per weight
+    case Format::Q8_0: return fmt::ggmlLayout(fmt::QuantType::Q8_0); // GGML blocks as GGUF stores them
+    case Format::Q4_0: return fmt::ggmlLayout(fmt::QuantType::Q4_0);
+    case Format::Q4_K: return fmt::ggmlLayout(fmt::QuantType::Q4_K);
+    case Format::Q6_K: return fmt::ggmlLayout(fmt::QuantType::Q6_K);
     }
     return fmt::fp16Layout();
 }
@@ -215,17 +220,19 @@ void BM_Attention(benchmark::State& state) {
 }
 
 const char* const kFormatNames[] = {"fp16", "int8-tensor", "int8-row", "int8-g128",
-                                    "int4-tensor", "int4-row", "int4-g128", "nf4-b64", "int8-g32", "int4-g32"};
+                                    "int4-tensor", "int4-row", "int4-g128", "nf4-b64", "int8-g32", "int4-g32",
+                                    "q8_0", "q4_0", "q4_K", "q6_K"};
 
 void registerAll() {
     for (const int paged : {0, 1})
         benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") + (paged ? "paged" : "contiguous")).c_str(),
                                      BM_Attention)
             ->Args({32768, paged, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
-    for (int f = 0; f <= static_cast<int>(Format::Int4G32); ++f)
+    for (int f = 0; f <= static_cast<int>(Format::Q6_K); ++f)
         benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1").c_str(), BM_Gemv)
             ->Args({f, 1, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
-    for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int4G128)}) {
+    for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int4G128), static_cast<int>(Format::Q8_0),
+                  static_cast<int>(Format::Q4_0)}) {
         benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B16").c_str(), BM_Gemv)
             ->Args({f, 16, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
         benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1/threads1").c_str(), BM_Gemv)

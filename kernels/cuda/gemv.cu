@@ -215,6 +215,8 @@ bool supportsGemv(const GemvArgs& args) {
 
 bool gemvUsesVectorPath(const GemvArgs& args) {
     const WeightMatrix& w = args.weights;
+    if (fmt::isGgmlBlockType(w.layout.type))
+        return false;
     const int perLoad = weightsPerLoad(w.layout.type);
     return fmt::rowBytes(w.layout, w.cols) % 16 == 0 && w.cols % 8 == 0 && aligned16(w.data) && aligned16(args.x) &&
            (w.layout.scope != fmt::ScaleScope::Group || w.layout.groupWeights % static_cast<std::uint32_t>(perLoad) == 0);
@@ -234,6 +236,12 @@ Status gemv(const GemvArgs& args, cudaStream_t stream) {
     case fmt::QuantType::Int8: launchType<fmt::QuantType::Int8>(p, vector, tile, stream); break;
     case fmt::QuantType::Int4: launchType<fmt::QuantType::Int4>(p, vector, tile, stream); break;
     case fmt::QuantType::Nf4: launchType<fmt::QuantType::Nf4>(p, vector, tile, stream); break;
+    case fmt::QuantType::Q8_0:
+    case fmt::QuantType::Q4_0:
+    case fmt::QuantType::Q4_K:
+    case fmt::QuantType::Q6_K: // one weight per lane through formats::loadWeight (the block decode)
+        launchType<fmt::QuantType::Q8_0>(p, false, tile, stream);
+        break;
     }
     return lastLaunchStatus();
 }

@@ -25,8 +25,10 @@ Status validate(const GemvArgs& args) {
     const WeightMatrix& w = args.weights;
     if (!formats::layoutValid(w.layout) || w.rows == 0 || w.cols == 0 || !w.data)
         return Status::InvalidArgument;
-    if (w.layout.type != formats::QuantType::Fp16 && !w.scales)
+    if (formats::hasSeparateScales(w.layout) && !w.scales)
         return Status::InvalidArgument;
+    if (formats::isGgmlBlockType(w.layout.type) && w.cols % formats::ggmlBlockWeights(w.layout.type) != 0)
+        return Status::InvalidArgument; // ggml rows are whole blocks
     if (!args.x || !args.y || args.batch == 0 || args.batch > kMaxGemvBatch)
         return Status::InvalidArgument;
     return Status::Ok;

@@ -222,20 +222,8 @@ inline void gemmRows(const GemvArgs& args, const float* xNat, const float* xChun
     }
 }
 
-/// 32 signed 4-bit codes (16 bytes, column 2j in the low nibble of byte j, 2j + 1 in the high one)
-/// as 32 int8 in column order.
-inline __m256i int4To8(const std::uint8_t* bytes) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
-    const __m128i mask = _mm_set1_epi8(0x0f);
-    const __m128i lo = _mm_and_si128(packed, mask);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
-    const __m256i v = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
-    const __m256i eight = _mm256_set1_epi8(8);
-    return _mm256_sub_epi8(_mm256_xor_si256(v, eight), eight); // sign-extend the 4-bit two's complement
-}
-
-/// Rows [begin, end) of y = x W^T for B = 1 on the integer codes (int8 and int4 layouts whose
-/// scale territories are whole 32-column blocks): per 32 columns, sum_k w_k q_k in int32 by
+/// Rows [begin, end) of y = x W^T for B = 1 on the integer codes (int8 layouts whose scale
+/// territories are whole 32-column blocks; int4 runs in gemvRowsInt4): per 32 columns, sum_k w_k q_k in int32 by
 /// maddubs (|w| x sign(q, w), as ggml's q8 dot products do), then scaled once by the weight scale
 /// times the activation block's scale @p xScale. @p xq: x quantized per 32 columns
 /// (quantizeActivations32); columns past the last whole block in fp32 from @p xNat.
@@ -246,7 +234,6 @@ inline void gemvRowsQ8(const GemvArgs& args, const float* xNat, const std::int8_
     const std::uint32_t K = w.cols;
     const std::uint32_t blocks = K / 32;
     const std::uint64_t stride = fmt::rowBytes(layout, K);
-    const bool four = layout.type == fmt::QuantType::Int4;
     const __m256i ones = _mm256_set1_epi16(1);
     for (std::uint64_t n = begin; n < end; ++n) {
         const std::uint8_t* row = w.data + n * stride;
@@ -255,7 +242,7 @@ inline void gemvRowsQ8(const GemvArgs& args, const float* xNat, const std::int8_
         for (std::uint32_t blk = 0; blk < blocks; ++blk) {
             const std::uint32_t k0 = blk * 32;
             const float scale = _cvtsh_ss(scales[fmt::scaleIndexInRow(layout, k0)]);
-            const __m256i wv = four ? int4To8(row + k0 / 2) : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k0));
+            const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k0));
             const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + k0));
             const __m256i products = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
             const __m256i sums = _mm256_madd_epi16(products, ones);
@@ -268,6 +255,68 @@ inline void gemvRowsQ8(const GemvArgs& args, const float* xNat, const std::int8_
             static_cast<float*>(args.y)[n] = sum;
         else
             static_cast<std::uint16_t*>(args.y)[n] = fmt::floatToHalf(sum);
+    }
+}
+
+/// Rows [begin, end) of y = x W^T for B = 1 int4 codes whose scale territories are whole
+/// 32-column blocks, 4 rows at a time sharing each activation block: the 16 code bytes of a block
+/// XOR 0x88 are the unsigned codes q + 8 (low nibbles = even columns, high = odd ones), so
+/// maddubs(q + 8, x) needs no sign trick and no byte interleave when @p xqPerm holds each block's
+/// x codes as [even columns][odd columns]; the + 8 is taken back per block as 8 d_x sum(x codes)
+/// (@p xOffset). Columns past the last whole block in fp32 from @p xNat.
+inline void gemvRowsInt4(const GemvArgs& args, const float* xNat, const std::int8_t* xqPerm, const float* xScale,
+                         const float* xOffset, std::uint64_t begin, std::uint64_t end) {
+    constexpr int R = 4;
+    const WeightMatrix& w = args.weights;
+    const fmt::QuantLayout layout = w.layout;
+    const std::uint32_t K = w.cols;
+    const std::uint32_t blocks = K / 32;
+    const std::uint64_t stride = fmt::rowBytes(layout, K);
+    const std::uint32_t blocksPerScale = layout.scope == fmt::ScaleScope::Group ? layout.groupWeights / 32 : blocks;
+    const __m128i mask = _mm_set1_epi8(0x0f), flip = _mm_set1_epi8(static_cast<char>(0x88));
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (std::uint64_t n0 = begin; n0 < end; n0 += R) {
+        const int rows = static_cast<int>(std::min<std::uint64_t>(R, end - n0));
+        const std::uint8_t* row[R];
+        const std::uint16_t* scales[R];
+        for (int r = 0; r < R; ++r) { // missing rows of the last group repeat the first (not stored)
+            const std::uint64_t n = n0 + static_cast<std::uint64_t>(r < rows ? r : 0);
+            row[r] = w.data + n * stride;
+            scales[r] = w.scales + fmt::rowScaleOffset(layout, n, K);
+        }
+        __m256 acc[R];
+        float offset[R] = {};
+        for (int r = 0; r < R; ++r)
+            acc[r] = _mm256_setzero_ps();
+        for (std::uint32_t b0 = 0; b0 < blocks; b0 += blocksPerScale) {
+            const std::uint32_t b1 = std::min(blocks, b0 + blocksPerScale);
+            float scale[R];
+            for (int r = 0; r < R; ++r)
+                scale[r] = _cvtsh_ss(scales[r][b0 / blocksPerScale]);
+            float groupOffset = 0.0f;
+            for (std::uint32_t blk = b0; blk < b1; ++blk) {
+                const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xqPerm + 32 * std::uint64_t{blk}));
+                groupOffset += xOffset[blk];
+                for (int r = 0; r < R; ++r) {
+                    const __m128i packed = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r] + 16 * std::uint64_t{blk})), flip);
+                    const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+                    const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), ones);
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(scale[r] * xScale[blk]), acc[r]);
+                }
+            }
+            for (int r = 0; r < R; ++r)
+                offset[r] += scale[r] * groupOffset;
+        }
+        for (int r = 0; r < rows; ++r) {
+            const std::uint64_t n = n0 + static_cast<std::uint64_t>(r);
+            float sum = hsum(acc[r]) - offset[r];
+            for (std::uint32_t k = blocks * 32; k < K; ++k)
+                sum += fmt::loadWeight(layout, row[r], scales[r], k) * xNat[k];
+            if (args.yType == OutputType::Fp32)
+                static_cast<float*>(args.y)[n] = sum;
+            else
+                static_cast<std::uint16_t*>(args.y)[n] = fmt::floatToHalf(sum);
+        }
     }
 }
 
@@ -334,6 +383,146 @@ inline void attentionPairs8(const DecodeAttentionArgs& args, std::uint64_t begin
         }
     }
 }
+
+// --- GGML block dots (the layouts and formulas of formats/ggmlblocks.h; the integer forms of
+// ggml-cpu arch/x86/quants.c at ggml d99724f2: maddubs of unsigned codes or |w| x sign(x, w),
+// madd into int32, one fp32 scale per block) ---
+
+/// sum of the 32 int8 products w_i x_i as 8 int32 partial sums (|w| x sign(x, w) by maddubs).
+inline __m256i dotI8(__m256i w, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
+}
+
+/// The fp16 scale at @p p.
+inline float halfAt(const std::uint8_t* p) {
+    std::uint16_t h;
+    std::memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/// sum_k w_k x_k of @p R q8_0 rows (@p rows) of @p blocks blocks with q8_0 activations @p xq,
+/// scales @p xd, into @p out [R]: each activation block is loaded once for the R rows, whose
+/// independent accumulators keep the multiply units busy.
+template <int R>
+inline void rowsDotQ8_0(const std::uint8_t* const* rows, const std::int8_t* xq, const float* xd, std::uint32_t blocks,
+                        float* out) {
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_setzero_ps();
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * std::uint64_t{i}));
+        for (int r = 0; r < R; ++r) {
+            const std::uint8_t* b = rows[r] + std::uint64_t{i} * fmt::kQ8_0BlockBytes;
+            const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dotI8(w, x)), _mm256_set1_ps(halfAt(b) * xd[i]), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        out[r] = hsum(acc[r]);
+}
+
+/// The same for q4_0: the 16 code bytes are the unsigned codes c = q + 8 (low nibbles = weights
+/// 0..15, high = 16..31), so maddubs(c, x) runs without the sign trick and the + 8 comes back
+/// as d_w 8 d_x sum(x codes) per block (@p xSums: the code sums of each activation block).
+template <int R>
+inline void rowsDotQ4_0(const std::uint8_t* const* rows, const std::int8_t* xq, const float* xd,
+                        const std::int32_t* xSums, std::uint32_t blocks, float* out) {
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[R];
+    float offset[R] = {};
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_setzero_ps();
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * std::uint64_t{i}));
+        const float xo = static_cast<float>(8 * xSums[i]) * xd[i];
+        for (int r = 0; r < R; ++r) {
+            const std::uint8_t* b = rows[r] + std::uint64_t{i} * fmt::kQ4_0BlockBytes;
+            const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+            const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+            const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(codes, x), ones);
+            const float dw = halfAt(b);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(dw * xd[i]), acc[r]);
+            offset[r] += dw * xo;
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        out[r] = hsum(acc[r]) - offset[r];
+}
+
+/// sum_k w_k x_k of a q4_K row with q8_K activations (@p xq, code sums of 16 @p sums16, one
+/// scale per 256 @p xd): per sub-block maddubs(code, x) (codes 0..15 are unsigned) times sc_j in
+/// int32, the minimums as sum_j m_j (sums16[2j] + sums16[2j+1]).
+inline float rowDotQ4_K(const std::uint8_t* row, const std::int8_t* xq, const std::int16_t* sums16, const float* xd,
+                        std::uint32_t blocks) {
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps();
+    float minimums = 0.0f;
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        const std::uint8_t* b = row + std::uint64_t{i} * fmt::kQ4_KBlockBytes;
+        const std::int8_t* x = xq + std::uint64_t{i} * fmt::kQkK;
+        const std::int16_t* s16 = sums16 + std::uint64_t{i} * 16;
+        int sc[8], m[8];
+        for (std::uint32_t j = 0; j < 8; ++j)
+            fmt::q4_KScaleMin(b + fmt::kQ4_KScalesOffset, j, sc[j], m[j]);
+        __m256i sumi = _mm256_setzero_si256();
+        for (std::uint32_t c = 0; c < 4; ++c) {
+            const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + fmt::kQ4_KQsOffset + 32 * c));
+            const __m256i lo = _mm256_and_si256(bytes, mask);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+            const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * c)));
+            const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * c + 32)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p0, _mm256_set1_epi16(static_cast<short>(sc[2 * c]))));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p1, _mm256_set1_epi16(static_cast<short>(sc[2 * c + 1]))));
+        }
+        int sumMin = 0;
+        for (std::uint32_t j = 0; j < 8; ++j)
+            sumMin += m[j] * (s16[2 * j] + s16[2 * j + 1]);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(halfAt(b) * xd[i]), acc);
+        minimums += halfAt(b + 2) * xd[i] * static_cast<float>(sumMin);
+    }
+    return hsum(acc) - minimums;
+}
+
+/// sum_k w_k x_k of a q6_K row with q8_K activations: the unsigned 6-bit codes (0..63) by
+/// maddubs, times the int8 scale of each 16 by madd, minus 32 sum_g scale_g sums16[g].
+inline float rowDotQ6_K(const std::uint8_t* row, const std::int8_t* xq, const std::int16_t* sums16, const float* xd,
+                        std::uint32_t blocks) {
+    const __m256i mask4 = _mm256_set1_epi8(0x0f), mask2 = _mm256_set1_epi8(0x03);
+    __m256 acc = _mm256_setzero_ps();
+    float offsets = 0.0f;
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        const std::uint8_t* b = row + std::uint64_t{i} * fmt::kQ6_KBlockBytes;
+        const std::int8_t* x = xq + std::uint64_t{i} * fmt::kQkK;
+        const auto* scales = reinterpret_cast<const std::int8_t*>(b + fmt::kQ6_KScalesOffset);
+        __m256i sumi = _mm256_setzero_si256();
+        for (std::uint32_t h = 0; h < 2; ++h) {
+            const __m256i qlA = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h));
+            const __m256i qlB = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h + 32));
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + fmt::kQ6_KQhOffset + 32 * h));
+            const __m256i low[4] = {_mm256_and_si256(qlA, mask4), _mm256_and_si256(qlB, mask4),
+                                    _mm256_and_si256(_mm256_srli_epi16(qlA, 4), mask4),
+                                    _mm256_and_si256(_mm256_srli_epi16(qlB, 4), mask4)};
+            const __m256i high[4] = {_mm256_and_si256(qh, mask2), _mm256_and_si256(_mm256_srli_epi16(qh, 2), mask2),
+                                     _mm256_and_si256(_mm256_srli_epi16(qh, 4), mask2),
+                                     _mm256_and_si256(_mm256_srli_epi16(qh, 6), mask2)};
+            for (std::uint32_t c = 0; c < 4; ++c) {
+                const __m256i q = _mm256_or_si256(low[c], _mm256_slli_epi16(high[c], 4));
+                const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 128 * h + 32 * c));
+                const std::uint32_t g = 8 * h + 2 * c; // the scales of weights 0..15 and 16..31 of these 32
+                const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(scales[g + 1]), _mm_set1_epi16(scales[g]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), sc));
+            }
+        }
+        int offset = 0;
+        for (std::uint32_t g = 0; g < 16; ++g)
+            offset += scales[g] * sums16[std::uint64_t{i} * 16 + g];
+        const float d = halfAt(b + fmt::kQ6_KDOffset) * xd[i];
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d), acc);
+        offsets += d * static_cast<float>(32 * offset);
+    }
+    return hsum(acc) - offsets;
+}
 } // namespace avx2
 #pragma GCC pop_options
 #endif
@@ -375,6 +564,150 @@ bool integerDotLayout(const WeightMatrix& w) {
     return w.cols >= 32 && (l.scope != fmt::ScaleScope::Group || l.groupWeights % 32 == 0);
 }
 
+
+/// B activation rows quantized for the GGML block dots: q8_0 blocks of 32 for q8_0/q4_0 weights,
+/// q8_K blocks of 256 (with the code sums of every 16) for q4_K/q6_K (ggmlblocks.h).
+struct BlockActivations {
+    std::vector<std::int8_t> q;        ///< codes [B][K]
+    std::vector<float> d;              ///< scales [B][K / block]
+    std::vector<std::int16_t> sums16;  ///< q8_K code sums [B][K / 16]; empty for q8_0 blocks
+    std::vector<std::int32_t> sums32;  ///< q8_0 code sums [B][K / 32] (for q4_0's offset of 8); else empty
+    std::uint32_t blocksPerRow = 0;    ///< K / block
+};
+
+/// Quantizes @p x [B][K] (fp32) for weights of GGML @p type (K a multiple of its block).
+BlockActivations quantizeBlockActivations(const float* x, std::uint32_t B, std::uint32_t K, fmt::QuantType type) {
+    const bool superBlocks = fmt::ggmlBlockWeights(type) == fmt::kQkK;
+    BlockActivations a;
+    a.blocksPerRow = K / fmt::ggmlBlockWeights(type);
+    a.q.resize(std::uint64_t{B} * K);
+    a.d.resize(std::uint64_t{B} * a.blocksPerRow);
+    if (superBlocks)
+        a.sums16.resize(std::uint64_t{B} * (K / 16));
+    if (type == fmt::QuantType::Q4_0)
+        a.sums32.resize(a.d.size());
+    for (std::uint64_t i = 0; i < a.d.size(); ++i) {
+        const std::uint64_t at = i * fmt::ggmlBlockWeights(type);
+        a.d[i] = superBlocks ? fmt::quantizeQ8_KActivations(x + at, a.q.data() + at, a.sums16.data() + at / 16)
+                             : fmt::quantizeQ8_0Activations(x + at, a.q.data() + at);
+        if (!a.sums32.empty()) {
+            int sum = 0;
+            for (std::uint32_t j = 0; j < fmt::kQ8_0BlockWeights; ++j)
+                sum += a.q[at + j];
+            a.sums32[i] = sum;
+        }
+    }
+    return a;
+}
+
+/// y[at] = @p value as the output type of @p args.
+inline void storeOutput(const GemvArgs& args, std::uint64_t at, float value) {
+    if (args.yType == OutputType::Fp32)
+        static_cast<float*>(args.y)[at] = value;
+    else
+        static_cast<std::uint16_t*>(args.y)[at] = fmt::floatToHalf(value);
+}
+
+/// sum_k w_k x_k of GGML row @p row with activation row @p b: the scalar block dots of
+/// ggmlblocks.h (the portable fallback).
+float rowDotGgmlPortable(fmt::QuantType type, const std::uint8_t* row, const BlockActivations& a, std::uint32_t b) {
+    const std::uint32_t per = fmt::ggmlBlockWeights(type), bytes = fmt::ggmlBlockBytes(type);
+    const std::uint64_t first = std::uint64_t{b} * a.blocksPerRow;
+    float sum = 0.0f;
+    for (std::uint32_t i = 0; i < a.blocksPerRow; ++i) {
+        const std::uint8_t* block = row + std::uint64_t{i} * bytes;
+        const std::int8_t* xq = a.q.data() + (first + i) * per;
+        const float xd = a.d[first + i];
+        switch (type) {
+        case fmt::QuantType::Q8_0: sum += fmt::dotQ8_0Block(block, xq, xd); break;
+        case fmt::QuantType::Q4_0: sum += fmt::dotQ4_0Block(block, xq, xd); break;
+        case fmt::QuantType::Q4_K: sum += fmt::dotQ4_KBlock(block, xq, a.sums16.data() + (first + i) * 16, xd); break;
+        case fmt::QuantType::Q6_K: sum += fmt::dotQ6_KBlock(block, xq, xd); break;
+        default: break;
+        }
+    }
+    return sum;
+}
+
+#if HEADROOM_CPU_X86
+/// Rows per step of the AVX2 block dots (q8_0 and q4_0 share each activation block over them).
+constexpr int kGgmlRowTile = 4;
+
+/// The AVX2 form of rowDotGgmlPortable for @p count <= kGgmlRowTile rows @p rows into @p out.
+void rowsDotGgmlAvx2(fmt::QuantType type, const std::uint8_t* const* rows, int count, const BlockActivations& a,
+                     std::uint32_t b, float* out) {
+    const std::uint64_t first = std::uint64_t{b} * a.blocksPerRow;
+    const std::int8_t* xq = a.q.data() + first * fmt::ggmlBlockWeights(type);
+    const float* xd = a.d.data() + first;
+    const std::int16_t* sums16 = a.sums16.empty() ? nullptr : a.sums16.data() + first * 16;
+    const std::uint32_t blocks = a.blocksPerRow;
+    if (type == fmt::QuantType::Q8_0 && count == kGgmlRowTile)
+        return avx2::rowsDotQ8_0<kGgmlRowTile>(rows, xq, xd, blocks, out);
+    if (type == fmt::QuantType::Q4_0 && count == kGgmlRowTile)
+        return avx2::rowsDotQ4_0<kGgmlRowTile>(rows, xq, xd, a.sums32.data() + first, blocks, out);
+    for (int r = 0; r < count; ++r) {
+        switch (type) {
+        case fmt::QuantType::Q8_0: avx2::rowsDotQ8_0<1>(rows + r, xq, xd, blocks, out + r); break;
+        case fmt::QuantType::Q4_0: avx2::rowsDotQ4_0<1>(rows + r, xq, xd, a.sums32.data() + first, blocks, out + r); break;
+        case fmt::QuantType::Q4_K: out[r] = avx2::rowDotQ4_K(rows[r], xq, sums16, xd, blocks); break;
+        case fmt::QuantType::Q6_K: out[r] = avx2::rowDotQ6_K(rows[r], xq, sums16, xd, blocks); break;
+        default: out[r] = 0.0f; break;
+        }
+    }
+}
+#endif
+
+/// y = x W^T for GGML block weights: with quantized activations the integer block dots (AVX2 or
+/// the scalar fallback), each weight row read once for all B activation rows; without, every
+/// row dequantized to fp32 and dotted with the fp32 x (the reference's arithmetic, reordered).
+void gemvGgml(const GemvArgs& args, const float* xNat, bool useAvx2, CpuOptions options) {
+    const WeightMatrix& w = args.weights;
+    const fmt::QuantType type = w.layout.type;
+    const std::uint32_t K = w.cols;
+    const std::uint64_t stride = fmt::rowBytes(w.layout, K);
+    if (!options.quantizeActivations) {
+        detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+            std::vector<float> decoded(K);
+            for (std::uint64_t n = begin; n < end; ++n) {
+                fmt::dequantizeRow(w.layout, w.data + n * stride, nullptr, K, decoded.data());
+                for (std::uint32_t b = 0; b < args.batch; ++b) {
+                    const float* x = xNat + std::uint64_t{b} * K;
+                    float sum = 0.0f;
+                    for (std::uint32_t k = 0; k < K; ++k)
+                        sum += decoded[k] * x[k];
+                    storeOutput(args, std::uint64_t{b} * w.rows + n, sum);
+                }
+            }
+        });
+        return;
+    }
+    const BlockActivations a = quantizeBlockActivations(xNat, args.batch, K, type);
+    detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+#if HEADROOM_CPU_X86
+        if (useAvx2) {
+            for (std::uint64_t n0 = begin; n0 < end; n0 += kGgmlRowTile) {
+                const int count = static_cast<int>(std::min<std::uint64_t>(kGgmlRowTile, end - n0));
+                const std::uint8_t* rows[kGgmlRowTile];
+                for (int r = 0; r < count; ++r)
+                    rows[r] = w.data + (n0 + static_cast<std::uint64_t>(r)) * stride;
+                for (std::uint32_t b = 0; b < args.batch; ++b) {
+                    float out[kGgmlRowTile];
+                    rowsDotGgmlAvx2(type, rows, count, a, b, out);
+                    for (int r = 0; r < count; ++r)
+                        storeOutput(args, std::uint64_t{b} * w.rows + n0 + static_cast<std::uint64_t>(r), out[r]);
+                }
+            }
+            return;
+        }
+#endif
+        (void)useAvx2;
+        for (std::uint64_t n = begin; n < end; ++n) {
+            const std::uint8_t* row = w.data + n * stride;
+            for (std::uint32_t b = 0; b < args.batch; ++b)
+                storeOutput(args, std::uint64_t{b} * w.rows + n, rowDotGgmlPortable(type, row, a, b));
+        }
+    });
+}
 } // namespace
 
 bool supportsGemvCpu(const GemvArgs& args) {
@@ -386,6 +719,13 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
         return status;
     const WeightMatrix& w = args.weights;
     const std::uint32_t K = w.cols;
+    if (fmt::isGgmlBlockType(w.layout.type)) {
+        std::vector<float> x(std::uint64_t{args.batch} * K);
+        for (std::uint64_t i = 0; i < x.size(); ++i)
+            x[i] = fmt::halfToFloat(args.x[i]);
+        gemvGgml(args, x.data(), cpuUsesAvx2() && !options.portable, options);
+        return Status::Ok;
+    }
     constexpr std::uint32_t chunk = portable::kChunk;
     const bool chunked = w.layout.scope != fmt::ScaleScope::Group || w.layout.groupWeights % chunk == 0;
     const std::uint32_t chunkCols = chunked ? K / chunk * chunk : 0;
@@ -409,6 +749,26 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
         std::vector<std::int8_t> xq(K / 32 * 32);
         std::vector<float> xScale(K / 32);
         quantizeActivations32(xNat.data(), K, xq.data(), xScale.data());
+        if (w.layout.type == fmt::QuantType::Int4) {
+            // Each block's codes as [even columns][odd columns], and 8 d sum(codes) per block.
+            std::vector<std::int8_t> xqPerm(xq.size());
+            std::vector<float> xOffset(K / 32);
+            for (std::uint32_t blk = 0; blk < K / 32; ++blk) {
+                const std::int8_t* src = xq.data() + std::uint64_t{blk} * 32;
+                std::int8_t* dst = xqPerm.data() + std::uint64_t{blk} * 32;
+                int sum = 0;
+                for (int j = 0; j < 16; ++j) {
+                    dst[j] = src[2 * j];
+                    dst[16 + j] = src[2 * j + 1];
+                    sum += src[2 * j] + src[2 * j + 1];
+                }
+                xOffset[blk] = 8.0f * xScale[blk] * static_cast<float>(sum);
+            }
+            detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+                avx2::gemvRowsInt4(args, xNat.data(), xqPerm.data(), xScale.data(), xOffset.data(), begin, end);
+            });
+            return Status::Ok;
+        }
         detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
             avx2::gemvRowsQ8(args, xNat.data(), xq.data(), xScale.data(), begin, end);
         });

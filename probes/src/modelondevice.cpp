@@ -4,6 +4,7 @@
 #include "headroom/kernels/kernels.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace headroom::probes::detail {
 
@@ -85,6 +86,18 @@ std::optional<formats::QuantLayout> kernelLayout(const WeightFormat& format, Ten
         if (format.scaleBytes == 2 && !format.doubleQuant && format.groupSize == formats::kNf4BlockWeights)
             return formats::nf4Layout();
         return std::nullopt;
+    case FormatKind::Ggml: {
+        // One GGML type for every matrix (llama-quantize --pure); the presets mix types per tensor.
+        if (format.ggufFileType != 0)
+            return std::nullopt;
+        const formats::GgmlType* type = formats::ggmlType(format.ggmlType);
+        const std::string_view name = type && type->name ? type->name : "";
+        if (name == "q8_0") return formats::ggmlLayout(formats::QuantType::Q8_0);
+        if (name == "q4_0") return formats::ggmlLayout(formats::QuantType::Q4_0);
+        if (name == "q4_K") return formats::ggmlLayout(formats::QuantType::Q4_K);
+        if (name == "q6_K") return formats::ggmlLayout(formats::QuantType::Q6_K);
+        return std::nullopt;
+    }
     default:
         return std::nullopt;
     }
@@ -190,7 +203,7 @@ DeviceStatus ModelOnDevice::allocateWeights(ProbeProgress& progress, double from
             w.rows = static_cast<std::uint32_t>(t.rows);
             w.cols = static_cast<std::uint32_t>(t.cols);
             w.data = buffer->as<std::uint8_t>();
-            w.scales = layout->type == formats::QuantType::Fp16
+            w.scales = !formats::hasSeparateScales(*layout)
                 ? nullptr
                 : reinterpret_cast<const std::uint16_t*>(w.data + t.rows * formats::rowBytes(*layout, t.cols));
             if (t.role == TensorRole::TokenEmbedding)

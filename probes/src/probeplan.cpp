@@ -69,7 +69,8 @@ std::string decodeUnsupportedReason(const ModelInputs& inputs)
         return "KV dtype " + inputs.kvDtype.id + ": the decode attention kernels read fp16/bf16 caches";
     if (!detail::kernelLayout(inputs.format, TensorRole::MlpMatrix))
         return "weight format " + inputs.format.id
-            + " has no GEMV kernel (runnable: fp16, bf16, int8/int4 per tensor, row or group, nf4-b64)";
+            + " has no GEMV kernel (runnable: fp16, bf16, int8/int4 per tensor, row or group, nf4-b64,"
+              " GGML q8_0, q4_0, q4_k, q6_k)";
     for (const TensorSpec& t : listTensors(a)) {
         if (!t.isMatrix())
             continue;
@@ -78,6 +79,10 @@ std::string decodeUnsupportedReason(const ModelInputs& inputs)
             return "tensor " + t.name + " in " + inputs.format.id + " has no packed kernel layout of the formula's size";
         if (t.rows > UINT32_MAX || t.cols > UINT32_MAX)
             return "tensor " + t.name + " is too large for the kernels";
+        if (t.cols % formats::ggmlBlockWeights(layout->type) != 0)
+            return "tensor " + t.name + ": " + std::to_string(t.cols) + " columns are not whole " + inputs.format.id
+                + " blocks of " + std::to_string(formats::ggmlBlockWeights(layout->type))
+                + " (ggml requires them; llama-quantize would pick another type for it)";
     }
     return {};
 }

@@ -109,6 +109,12 @@ ProbeResult runQuantErrorProbe(const QuantErrorOptions& options, ProbeProgress& 
         {"int4-row", formats::symmetricLayout(4, formats::ScaleScope::Row), 0.159},
         {"int4-g128", formats::symmetricLayout(4, formats::ScaleScope::Group, 128), 0.117},
         {"nf4-b64", formats::nf4Layout(), 0.092},
+        // GGML blocks as llama.cpp stores them (formats/ggmlblocks.h; a partial last block of a
+        // row is padded with zeros); no published anchor.
+        {"q8_0", formats::ggmlLayout(formats::QuantType::Q8_0), -1},
+        {"q4_0", formats::ggmlLayout(formats::QuantType::Q4_0), -1},
+        {"q4_k", formats::ggmlLayout(formats::QuantType::Q4_K), -1},
+        {"q6_k", formats::ggmlLayout(formats::QuantType::Q6_K), -1},
     };
     const bool anchorShape = options.rows == 896 && options.cols == 4864;
     constexpr double kTolerance = 0.003; // BRIEF §3: anchors +-0.003

@@ -110,6 +110,10 @@ inline std::string layoutName(fmt::QuantLayout layout) {
     switch (layout.type) {
     case fmt::QuantType::Fp16: return "fp16";
     case fmt::QuantType::Nf4: return "nf4-b64";
+    case fmt::QuantType::Q8_0: return "q8_0";
+    case fmt::QuantType::Q4_0: return "q4_0";
+    case fmt::QuantType::Q4_K: return "q4_K";
+    case fmt::QuantType::Q6_K: return "q6_K";
     default: break;
     }
     std::string name = layout.type == fmt::QuantType::Int8 ? "int8" : "int4";

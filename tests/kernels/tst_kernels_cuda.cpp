@@ -182,6 +182,20 @@ TEST_CASE("CUDA GEMV equals the CPU reference", "[gpu][gemv]") {
     }
 }
 
+TEST_CASE("CUDA GEMV of GGML blocks equals the CPU reference", "[gpu][gemv][ggml]") {
+    std::uint32_t seed = 3000;
+    for (const fmt::QuantType type : {fmt::QuantType::Q8_0, fmt::QuantType::Q4_0, fmt::QuantType::Q4_K, fmt::QuantType::Q6_K}) {
+        const fmt::QuantLayout layout = fmt::ggmlLayout(type);
+        const std::uint32_t per = fmt::ggmlBlockWeights(type);
+        for (const std::uint32_t n : {1u, 3u, 129u})
+            for (const std::uint32_t blocks : {1u, 3u, 7u})
+                for (const std::uint32_t batch : {1u, 3u, 17u})
+                    checkGemv(layout, n, blocks * per, batch, hk::OutputType::Fp32, seed++);
+        checkGemv(layout, 257, 4096, 1, hk::OutputType::Fp32, seed++);
+        checkGemv(layout, 129, 1024, 5, hk::OutputType::Fp16, seed++);
+    }
+}
+
 TEST_CASE("CUDA decode attention equals the CPU reference, contiguous and paged", "[gpu][attention]") {
     std::uint32_t seed = 2000;
     for (const std::uint32_t ratio : {1u, 4u, 7u})

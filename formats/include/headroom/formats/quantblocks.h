@@ -20,21 +20,21 @@
 /// - Fp16: uint16 fp16 bits [N][K].
 /// - Int8: int8 [N][K].
 /// - Int4 / Nf4: two 4-bit codes per byte, [N][ceil(K/2)] bytes; weight k of a row is in byte
-///   k/2, the low nibble for even k and the high nibble for odd k (as GGML Q4_0 packs pairs).
-///   Int4 codes are two's complement (-8..7); NF4 codes are level indices (0..15).
+///   k/2, the low nibble for even k and the high nibble for odd k (GGML q4_0 instead puts the
+///   first 16 weights of a block in the low nibbles). Int4 codes are two's complement (-8..7);
+///   NF4 codes are level indices (0..15).
 /// - Scales: fp16 bits. Tensor scope: 1 scale. Row scope: [N]. Group scope: [N][ceil(K/g)]
 ///   (groups and NF4 blocks run along each row; the last one of a row may be partial).
+/// - GGML q8_0, q4_0, q4_K, q6_K: each row is its GGML blocks back to back, scales inside the
+///   blocks (ggmlblocks.h), [N][K / blockWeights][blockBytes]; no separate scales.
+
+#include "headroom/formats/ggmlblocks.h"
+#include "headroom/formats/half.h"
 
 #include <cstdint>
 #include <cstring>
 
 #include <cmath>
-
-#if defined(__CUDACC__)
-#define HEADROOM_HD __host__ __device__ __forceinline__
-#else
-#define HEADROOM_HD inline
-#endif
 
 namespace headroom::formats {
 
@@ -60,73 +60,6 @@ static_assert(kDefaultGroupWeights % kInt4PerByte == 0, "a group fills whole byt
 static_assert(kInt4PerByte == 2, "two 4-bit codes per byte");
 static_assert(kScaleBytes == sizeof(std::uint16_t), "scales are fp16");
 static_assert(kNf4Levels == 16, "NF4 has 16 levels");
-
-// ---------------------------------------------------------------------------------------------
-// fp16 <-> fp32 (IEEE 754 binary16, round to nearest even), usable on the host without CUDA
-// ---------------------------------------------------------------------------------------------
-
-/// The bits of @p value.
-HEADROOM_HD std::uint32_t floatToBits(float value) {
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(value);
-#else
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    return bits;
-#endif
-}
-
-/// The float whose bits are @p bits.
-HEADROOM_HD float bitsToFloat(std::uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(bits);
-#else
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-#endif
-}
-
-/// fp16 bits -> float, exact for every fp16 value (subnormals, infinities, NaN keep their class).
-HEADROOM_HD float halfToFloat(std::uint16_t half) {
-    const std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
-    const std::uint32_t exponent = (half >> 10) & 0x1fu;
-    const std::uint32_t mantissa = half & 0x3ffu;
-    if (exponent == 0) {
-        // subnormal or zero: mantissa * 2^-24, exact in float
-        const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
-        return sign ? -magnitude : magnitude;
-    }
-    if (exponent == 31)
-        return bitsToFloat(sign | 0x7f800000u | (mantissa << 13));
-    return bitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-}
-
-/// float -> fp16 bits, round to nearest even; overflow gives infinity, NaN stays NaN.
-HEADROOM_HD std::uint16_t floatToHalf(float value) {
-    const std::uint32_t bits = floatToBits(value);
-    const std::uint32_t sign = (bits >> 16) & 0x8000u;
-    const std::uint32_t magnitude = bits & 0x7fffffffu;
-    if (magnitude >= 0x7f800000u) // inf or NaN (quiet NaN keeps a mantissa bit)
-        return static_cast<std::uint16_t>(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
-    if (magnitude >= 0x477ff000u) // >= 65520 rounds to infinity
-        return static_cast<std::uint16_t>(sign | 0x7c00u);
-    if (magnitude < 0x38800000u) { // below 2^-14: fp16 subnormal (or zero)
-        // |value| * 2^24 is exact in float; rintf rounds half to even; 1024 becomes the smallest normal
-        const float scaled = bitsToFloat(magnitude) * 16777216.0f;
-        return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(rintf(scaled)));
-    }
-    std::uint32_t half = (magnitude >> 13) - (112u << 10); // rebias exponent 127 -> 15
-    const std::uint32_t rest = magnitude & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
-        ++half; // a carry into the exponent is the correct rounding
-    return static_cast<std::uint16_t>(sign | half);
-}
-
-/// @p value rounded to the nearest fp16 value, as a float.
-HEADROOM_HD float roundToHalf(float value) {
-    return halfToFloat(floatToHalf(value));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Symmetric absmax int8 / int4
@@ -211,7 +144,32 @@ enum class QuantType : std::uint8_t {
     Int8, ///< symmetric absmax int8
     Int4, ///< symmetric absmax int4, two per byte
     Nf4,  ///< NF4 code, two per byte, fp16 absmax per block of 64 along the row
+    // GGML block types as GGUF stores them (ggmlblocks.h): the scales live inside each block, so
+    // the layout's scope is None and the matrix has no separate scales.
+    Q8_0, ///< GGML q8_0: 34-byte blocks of 32 weights
+    Q4_0, ///< GGML q4_0: 18-byte blocks of 32 weights
+    Q4_K, ///< GGML q4_K: 144-byte super-blocks of 256 weights
+    Q6_K, ///< GGML q6_K: 210-byte super-blocks of 256 weights
 };
+
+/// True for the GGML block types (Q8_0, Q4_0, Q4_K, Q6_K).
+HEADROOM_HD constexpr bool isGgmlBlockType(QuantType type) {
+    return type == QuantType::Q8_0 || type == QuantType::Q4_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
+}
+
+/// Weights per block of a GGML block type (32 or 256); 1 for the other types.
+HEADROOM_HD constexpr std::uint32_t ggmlBlockWeights(QuantType type) {
+    return type == QuantType::Q8_0 || type == QuantType::Q4_0 ? kQ8_0BlockWeights : isGgmlBlockType(type) ? kQkK : 1u;
+}
+
+/// Bytes per block of a GGML block type; 0 for the other types.
+HEADROOM_HD constexpr std::uint32_t ggmlBlockBytes(QuantType type) {
+    return type == QuantType::Q8_0   ? kQ8_0BlockBytes
+         : type == QuantType::Q4_0   ? kQ4_0BlockBytes
+         : type == QuantType::Q4_K   ? kQ4_KBlockBytes
+         : type == QuantType::Q6_K   ? kQ6_KBlockBytes
+                                     : 0u;
+}
 
 /// Territory of one scale.
 enum class ScaleScope : std::uint8_t {
@@ -240,17 +198,29 @@ HEADROOM_HD constexpr QuantLayout symmetricLayout(int bits, ScaleScope scope, st
 HEADROOM_HD constexpr QuantLayout nf4Layout() {
     return {QuantType::Nf4, ScaleScope::Group, kNf4BlockWeights};
 }
+/// A GGML block type (@p type with isGgmlBlockType) as stored in a GGUF file: no separate scales.
+HEADROOM_HD constexpr QuantLayout ggmlLayout(QuantType type) {
+    return {type, ScaleScope::None, 0};
+}
+/// True when the layout keeps fp16 scales apart from the codes (WeightMatrix::scales).
+HEADROOM_HD constexpr bool hasSeparateScales(QuantLayout layout) {
+    return layout.scope != ScaleScope::None;
+}
 
-/// Bits of one stored code: 16, 8 or 4.
+/// Bits of one stored code: 16, 8, 6 (q6_K) or 4 (without the block scales).
 HEADROOM_HD constexpr int codeBits(QuantType type) {
-    return type == QuantType::Fp16 ? 16 : type == QuantType::Int8 ? 8 : 4;
+    return type == QuantType::Fp16                                ? 16
+         : type == QuantType::Int8 || type == QuantType::Q8_0     ? 8
+         : type == QuantType::Q6_K                                ? 6
+                                                                  : 4;
 }
 
 /// True when the layout is one Headroom's kernels run: fp16 without scale; int8/int4 with a
-/// Tensor, Row or Group scope (group >= 2 and even); NF4 with groups of 64.
+/// Tensor, Row or Group scope (group >= 2 and even); NF4 with groups of 64; the GGML block
+/// types as ggmlLayout() (a matrix of them also needs cols % ggmlBlockWeights == 0).
 HEADROOM_HD constexpr bool layoutValid(QuantLayout layout) {
-    if (layout.type == QuantType::Fp16)
-        return layout.scope == ScaleScope::None;
+    if (layout.type == QuantType::Fp16 || isGgmlBlockType(layout.type))
+        return layout.scope == ScaleScope::None && layout.groupWeights == 0;
     if (layout.type == QuantType::Nf4)
         return layout.scope == ScaleScope::Group && layout.groupWeights == kNf4BlockWeights;
     if (layout.scope == ScaleScope::None)
@@ -260,8 +230,11 @@ HEADROOM_HD constexpr bool layoutValid(QuantLayout layout) {
     return true;
 }
 
-/// Bytes of one stored row of @p cols weights (4-bit rows are padded to a whole byte).
+/// Bytes of one stored row of @p cols weights (4-bit rows are padded to a whole byte; GGML rows
+/// to whole blocks, ggml_row_size).
 HEADROOM_HD constexpr std::uint64_t rowBytes(QuantLayout layout, std::uint64_t cols) {
+    if (isGgmlBlockType(layout.type))
+        return (cols + ggmlBlockWeights(layout.type) - 1) / ggmlBlockWeights(layout.type) * ggmlBlockBytes(layout.type);
     return layout.type == QuantType::Fp16 ? 2 * cols
          : layout.type == QuantType::Int8 ? cols
                                           : (cols + 1) / 2;
@@ -298,6 +271,33 @@ static_assert(rowBytes(QuantLayout{QuantType::Int4, ScaleScope::Row, 0}, 129) ==
 static_assert(matrixStorageBytes(nf4Layout(), 1, 64) == 34, "nf4-b64: 32 B codes + 2 B absmax per 64 weights");
 static_assert(matrixStorageBytes(symmetricLayout(4, ScaleScope::Group, 128), 1, 128) == 66,
               "int4-g128: 64 B codes + 2 B scale = 4.125 bits per weight");
+static_assert(matrixStorageBytes(ggmlLayout(QuantType::Q4_0), 2, 64) == 72, "q4_0: 18 B per 32 weights = 4.5 bpw");
+static_assert(matrixStorageBytes(ggmlLayout(QuantType::Q6_K), 1, 512) == 420, "q6_K: 210 B per 256 weights");
+
+/// Weight @p col of a row of GGML blocks @p rowData (isGgmlBlockType(type)).
+HEADROOM_HD float loadGgmlWeight(QuantType type, const std::uint8_t* rowData, std::uint64_t col) {
+    const std::uint32_t per = ggmlBlockWeights(type);
+    const std::uint8_t* block = rowData + col / per * ggmlBlockBytes(type);
+    const auto i = static_cast<std::uint32_t>(col % per);
+    switch (type) {
+    case QuantType::Q8_0: return q8_0Weight(block, i);
+    case QuantType::Q4_0: return q4_0Weight(block, i);
+    case QuantType::Q4_K: return q4_KWeight(block, i);
+    case QuantType::Q6_K: return q6_KWeight(block, i);
+    default: return 0.0f;
+    }
+}
+
+/// Quantizes one GGML block of @p type from @p w [ggmlBlockWeights(type)] into @p block.
+HEADROOM_HD void quantizeGgmlBlock(QuantType type, const float* w, std::uint8_t* block) {
+    switch (type) {
+    case QuantType::Q8_0: quantizeQ8_0Block(w, block); break;
+    case QuantType::Q4_0: quantizeQ4_0Block(w, block); break;
+    case QuantType::Q4_K: quantizeQ4_KBlock(w, block); break;
+    case QuantType::Q6_K: quantizeQ6_KBlock(w, block); break;
+    default: break;
+    }
+}
 
 /// Weight @p col of a row, dequantized. @p rowData: the row's stored bytes
 /// [rowBytes(layout, cols)]; @p rowScales: fp16 scales of the row from rowScaleOffset()
@@ -324,11 +324,16 @@ HEADROOM_HD float loadWeight(QuantLayout layout, const std::uint8_t* rowData, co
         const unsigned index = (col & 1) ? (byte >> 4) : (byte & 0xfu);
         return nf4Level(index) * halfToFloat(rowScales[scaleIndexInRow(layout, col)]);
     }
+    case QuantType::Q8_0:
+    case QuantType::Q4_0:
+    case QuantType::Q4_K:
+    case QuantType::Q6_K: return loadGgmlWeight(layout.type, rowData, col);
     }
     return 0.0f;
 }
 
-/// Quantizes one row of @p cols weights @p w [cols] into @p rowData [rowBytes(layout, cols)] and,
+/// Quantizes one row of @p cols weights @p w [cols] into @p rowData [rowBytes(layout, cols)] (GGML
+/// types: block by block, ggmlblocks.h) and,
 /// for Row and Group scope (and NF4), its scales @p rowScales [scalesPerRow(layout, cols)].
 /// For Tensor scope the caller computes the matrix absmax once and passes the stored scale
 /// symmetricScale(absmax, bits) in @p tensorScale; @p rowScales is then not written.
@@ -339,6 +344,20 @@ HEADROOM_HD void quantizeRow(QuantLayout layout, const float* w, std::uint64_t c
         for (std::uint64_t k = 0; k < cols; ++k) {
             const std::uint16_t half = floatToHalf(w[k]);
             std::memcpy(rowData + 2 * k, &half, sizeof half);
+        }
+        return;
+    }
+    if (isGgmlBlockType(layout.type)) { // a partial last block is padded with zeros
+        const std::uint32_t per = ggmlBlockWeights(layout.type);
+        float padded[kQkK];
+        for (std::uint64_t start = 0; start < cols; start += per) {
+            const float* src = w + start;
+            if (start + per > cols) {
+                for (std::uint64_t k = 0; k < per; ++k)
+                    padded[k] = start + k < cols ? w[start + k] : 0.0f;
+                src = padded;
+            }
+            quantizeGgmlBlock(layout.type, src, rowData + start / per * ggmlBlockBytes(layout.type));
         }
         return;
     }

@@ -19,7 +19,9 @@ struct CpuOptions {
     /// B = 1 GEMVs of int8/int4 codes (scale territories of whole 32-column blocks) run on the
     /// integer codes with x quantized per 32 columns to int8 (d = max|x| / 127, as ggml's q8_0
     /// activations in its q4_0/q8_0 dot products): an extra relative error of about 2^-8 per
-    /// activation; false keeps the exact fp32 path of the reference.
+    /// activation; GGML block weights (any B) take x as ggml does, q8_0 blocks for q8_0/q4_0 and
+    /// q8_K blocks for q4_K/q6_K (formats/ggmlblocks.h); false keeps the exact fp32 path of the
+    /// reference.
     bool quantizeActivations = true;
 };
 
@@ -28,7 +30,9 @@ bool supportsGemvCpu(const GemvArgs& args);
 
 /// y = x W^T (shapes in GemvArgs), rows of W split over threads; each row is decoded block by
 /// block into fp32 and dotted with the fp32 copy of x (B >= 2: 3-row x 4-batch register tiles);
-/// B = 1 int8/int4 rows on the integer codes (CpuOptions::quantizeActivations). Errors:
+/// B = 1 int8/int4 rows on the integer codes (CpuOptions::quantizeActivations); GGML q8_0, q4_0,
+/// q4_K, q6_K rows as integer block dots with the quantized x (AVX2, or the scalar block dots of
+/// ggmlblocks.h with CpuOptions::portable), each row read once for the B activation rows. Errors:
 /// InvalidArgument, NotSupported.
 Status gemvCpu(const GemvArgs& args, CpuOptions options = {});
 

@@ -35,7 +35,7 @@ struct WeightMatrix {
     std::uint32_t rows = 0;        ///< N, output features
     std::uint32_t cols = 0;        ///< K, input features
     const std::uint8_t* data = nullptr;   ///< codes [N][formats::rowBytes(layout, K)] bytes
-    const std::uint16_t* scales = nullptr; ///< fp16 [formats::scaleCount(layout, N, K)]; null for fp16
+    const std::uint16_t* scales = nullptr; ///< fp16 [formats::scaleCount(layout, N, K)]; null for fp16 and GGML blocks
 };
 
 /// y = x W^T for a batch of B activation rows ("GEMV" for B = 1, skinny GEMM up to B = 64).
@@ -119,7 +119,8 @@ struct KvAppendArgs {
     }
 };
 
-/// Checks the sizes, pointers and layout of @p args (not the contents of device memory).
+/// Checks the sizes, pointers and layout of @p args (not the contents of device memory); GGML
+/// block types need K a multiple of their block (ggml's rule).
 Status validate(const GemvArgs& args);
 /// Checks the sizes and pointers of @p args (host-side fields only).
 Status validate(const KvAppendArgs& args);

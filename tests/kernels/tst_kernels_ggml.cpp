@@ -1,0 +1,239 @@
+// GGML block formats (q8_0, q4_0, q4_K, q6_K; formats/ggmlblocks.h): byte layouts decoded as ggml
+// lays them out, ggml's reference quantizers, ggml's own quantization and dot-product error
+// bounds, and the fast CPU block dots (AVX2 and the scalar fallback) against the CPU reference.
+
+#include "headroom/formats/ggmlblocks.h"
+#include "headroom/formats/quantblocks.h"
+#include "headroom/kernels/cpukernels.h"
+#include "headroom/kernels/kernels.h"
+#include "headroom/kernels/quantize.h"
+#include "headroom/kernels/reference.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "cpugemvcheck.h"
+#include "kerneltestutil.h"
+
+using namespace headroom;
+using namespace headroom::test;
+
+namespace {
+
+constexpr fmt::QuantType kGgmlTypes[] = {fmt::QuantType::Q8_0, fmt::QuantType::Q4_0, fmt::QuantType::Q4_K,
+                                         fmt::QuantType::Q6_K};
+
+// The block dots take x quantized to int8 (q8_0 per 32: d = max|x| / 127; q8_K per 256): each
+// product then errs by at most |w| d / 2, and K independent such errors over m = sum |x w| give
+// an NMSE of about 1e-4 / K for N(0,1) data (4e-7 at K = 256, 3e-6 at one block of 32); 1e-5
+// still catches a wrong code, scale, minimum or nibble order (each moves it by > 1e-3).
+constexpr double kBlockDotNmse = 1e-5;
+
+/// 0.1 + 2 cos(i + offset), ggml tests/test-quantize-fns.cpp generate_data().
+std::vector<float> ggmlTestData(float offset, std::uint32_t n) {
+    std::vector<float> out(n);
+    for (std::uint32_t i = 0; i < n; ++i)
+        out[i] = 0.1f + 2.0f * std::cos(static_cast<float>(i) + offset);
+    return out;
+}
+
+/// Columns for a test: @p blocks whole blocks of @p type.
+std::uint32_t blockCols(fmt::QuantType type, std::uint32_t blocks) {
+    return blocks * fmt::ggmlBlockWeights(type);
+}
+
+/// The fast CPU GEMV with quantized activations, AVX2 against the scalar fallback: the same integer
+/// sums and block scales, summed in another order (NMSE over m = sum |x w| below 1e-10).
+void checkAvx2AgainstPortable(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k, std::uint32_t batch,
+                              std::uint32_t seed) {
+    if (!hk::cpuUsesAvx2())
+        return;
+    const std::vector<float> w = normalFloats(std::uint64_t{n} * k, seed);
+    const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
+    const std::vector<std::uint16_t> x = normalHalves(std::uint64_t{batch} * k, seed + 1);
+    std::vector<float> portable(std::uint64_t{batch} * n), avx2(portable.size()), magnitude(portable.size());
+    hk::GemvArgs args{m.view(), x.data(), batch, portable.data(), hk::OutputType::Fp32};
+    REQUIRE(hk::gemvCpu(args, hk::CpuOptions{2, true}) == hk::Status::Ok);
+    args.y = avx2.data();
+    REQUIRE(hk::gemvCpu(args, hk::CpuOptions{2, false}) == hk::Status::Ok);
+    std::vector<float> what(std::uint64_t{n} * k);
+    hk::dequantizeMatrix(m, what.data(), 1);
+    for (std::uint32_t b = 0; b < batch; ++b)
+        for (std::uint32_t r = 0; r < n; ++r) {
+            double sum = 0.0;
+            for (std::uint32_t c = 0; c < k; ++c)
+                sum += std::fabs(double(what[std::uint64_t{r} * k + c]) * fmt::halfToFloat(x[std::uint64_t{b} * k + c]));
+            magnitude[std::uint64_t{b} * n + r] = static_cast<float>(sum);
+        }
+    const Comparison c = compare(portable, avx2, &magnitude);
+    INFO(layoutName(layout) << " N=" << n << " K=" << k << " B=" << batch << " nmse=" << c.nmse);
+    CHECK_FALSE(c.nanFound);
+    CHECK(c.nmse <= 1e-10);
+}
+
+} // namespace
+
+TEST_CASE("GGML blocks decode as ggml lays them out", "[kernels][ggml]") {
+    SECTION("q8_0: fp16 d, then 32 int8") {
+        std::uint8_t block[fmt::kQ8_0BlockBytes] = {0x00, 0x38}; // d = 0.5
+        block[2] = 0x7f;
+        block[2 + 31] = 0x80;
+        CHECK(fmt::q8_0Weight(block, 0) == 63.5f);
+        CHECK(fmt::q8_0Weight(block, 31) == -64.0f);
+        CHECK(fmt::q8_0Weight(block, 5) == 0.0f);
+    }
+    SECTION("q4_0: low nibbles are weights 0..15, high nibbles 16..31, code - 8") {
+        std::uint8_t block[fmt::kQ4_0BlockBytes] = {0x00, 0x38}; // d = 0.5
+        block[2] = 0x1f;
+        block[2 + 15] = 0x80;
+        CHECK(fmt::q4_0Weight(block, 0) == 3.5f);   // 15 - 8
+        CHECK(fmt::q4_0Weight(block, 16) == -3.5f); // 1 - 8
+        CHECK(fmt::q4_0Weight(block, 15) == -4.0f); // 0 - 8
+        CHECK(fmt::q4_0Weight(block, 31) == 0.0f);  // 8 - 8
+    }
+    SECTION("q4_K: 6-bit scales and minimums as get_scale_min_k4 unpacks them") {
+        const std::uint8_t scales[12] = {0xc1, 0x02, 0x03, 0x04, 0x45, 0x06, 0x07, 0x08, 0x9a, 0xbc, 0xde, 0xf0};
+        int sc = 0, m = 0;
+        fmt::q4_KScaleMin(scales, 0, sc, m);
+        CHECK((sc == 1 && m == 5)); // 0xc1 & 63, 0x45 & 63
+        fmt::q4_KScaleMin(scales, 4, sc, m);
+        CHECK((sc == 58 && m == 25)); // (0x9a & 15) | (0xc1 >> 6) << 4, (0x9a >> 4) | (0x45 >> 6) << 4
+        fmt::q4_KScaleMin(scales, 7, sc, m);
+        CHECK((sc == 0 && m == 15)); // (0xf0 & 15) | (0x04 >> 6) << 4, (0xf0 >> 4) | (0x08 >> 6) << 4
+        std::uint8_t block[fmt::kQ4_KBlockBytes] = {0x00, 0x3c, 0x00, 0x38}; // d = 1, dmin = 0.5
+        std::copy(scales, scales + 12, block + fmt::kQ4_KScalesOffset);
+        block[fmt::kQ4_KQsOffset + 0] = 0x73;      // weight 0 (sub-block 0): 3; weight 32 (sub-block 1): 7
+        block[fmt::kQ4_KQsOffset + 64 + 5] = 0x0b; // weight 128 + 5 (sub-block 4): 11
+        CHECK(fmt::q4_KWeight(block, 0) == 1.0f * 1 * 3 - 0.5f * 5);
+        fmt::q4_KScaleMin(scales, 1, sc, m);
+        CHECK(fmt::q4_KWeight(block, 32) == static_cast<float>(sc * 7) - 0.5f * static_cast<float>(m));
+        CHECK(fmt::q4_KWeight(block, 133) == 58.0f * 11 - 0.5f * 25);
+    }
+    SECTION("q6_K: ql nibbles, 2 bits of qh, int8 scale per 16, code - 32") {
+        std::uint8_t block[fmt::kQ6_KBlockBytes] = {};
+        block[fmt::kQ6_KDOffset] = 0x00;
+        block[fmt::kQ6_KDOffset + 1] = 0x3c; // d = 1
+        block[0] = 0x21;  // weight 0: low 1; weight 64: low 2
+        block[32] = 0x43; // weight 32: low 3; weight 96: low 4
+        block[fmt::kQ6_KQhOffset] = 0xe4; // high bits: weight 0: 0, 32: 1, 64: 2, 96: 3
+        block[64] = 0x05;                  // second half, weight 128: low 5
+        block[fmt::kQ6_KQhOffset + 32] = 0x02; // weight 128: high 2
+        const std::int8_t scales[16] = {1, 0, 2, 0, 3, 0, -1, 0, 2};
+        for (int g = 0; g < 16; ++g)
+            block[fmt::kQ6_KScalesOffset + g] = static_cast<std::uint8_t>(scales[g]);
+        CHECK(fmt::q6_KWeight(block, 0) == -31.0f);       // (1 | 0 << 4) - 32, scale 1
+        CHECK(fmt::q6_KWeight(block, 32) == 2.0f * -13);  // (3 | 1 << 4) - 32, scale 2
+        CHECK(fmt::q6_KWeight(block, 64) == 3.0f * 2);    // (2 | 2 << 4) - 32, scale 3
+        CHECK(fmt::q6_KWeight(block, 96) == -1.0f * 20);  // (4 | 3 << 4) - 32, scale -1
+        CHECK(fmt::q6_KWeight(block, 128) == 2.0f * 5);   // (5 | 2 << 4) - 32, scale 2
+    }
+}
+
+TEST_CASE("q8_0 and q4_0 quantize as ggml's reference quantizers", "[kernels][ggml]") {
+    // q4_0: the weight of largest magnitude sets d = max / -8 with its sign; codes truncate
+    // w / d + 8.5 and clamp at 15.
+    float w[32] = {-4.0f, 1.0f, 0.3f, 0.2f, 4.0f};
+    std::uint8_t block[fmt::kQ4_0BlockBytes];
+    fmt::quantizeQ4_0Block(w, block);
+    CHECK(fmt::loadHalfAt(block) == 0.5f);
+    CHECK(fmt::q4_0Code(block, 0) == 0);  // -4 * 2 + 8.5 = 0.5 -> 0
+    CHECK(fmt::q4_0Code(block, 1) == 10); // 10.5 -> 10
+    CHECK(fmt::q4_0Code(block, 2) == 9);  // 9.1 -> 9
+    CHECK(fmt::q4_0Code(block, 3) == 8);  // 8.9 -> 8
+    CHECK(fmt::q4_0Code(block, 4) == 15); // 16.5 -> 16, clamped to 15 (+4 is stored as 3.5)
+    CHECK(fmt::q4_0Weight(block, 4) == 3.5f);
+    w[0] = 4.0f;
+    w[4] = -4.0f; // now +4 comes first: d = -0.5 and -4 is the clamped one
+    fmt::quantizeQ4_0Block(w, block);
+    CHECK(fmt::loadHalfAt(block) == -0.5f);
+    CHECK(fmt::q4_0Weight(block, 0) == 4.0f);
+    CHECK(fmt::q4_0Weight(block, 4) == -3.5f);
+    // q8_0: d = max|w| / 127, q = roundf(w / d) (half away from zero).
+    float v[32] = {127.0f, -63.5f, 0.5f, -0.5f};
+    std::uint8_t b8[fmt::kQ8_0BlockBytes];
+    fmt::quantizeQ8_0Block(v, b8);
+    CHECK(fmt::loadHalfAt(b8) == 1.0f);
+    CHECK(static_cast<std::int8_t>(b8[2]) == 127);
+    CHECK(static_cast<std::int8_t>(b8[3]) == -64);
+    CHECK(static_cast<std::int8_t>(b8[4]) == 1);
+    CHECK(static_cast<std::int8_t>(b8[5]) == -1);
+    // All-zero blocks store zero scales and decode to zeros in every type.
+    const std::vector<float> zeros(256, 0.0f);
+    for (const fmt::QuantType type : kGgmlTypes) {
+        std::vector<std::uint8_t> z(fmt::ggmlBlockBytes(type), 0xff);
+        fmt::quantizeGgmlBlock(type, zeros.data(), z.data());
+        for (std::uint32_t i = 0; i < fmt::ggmlBlockWeights(type); ++i)
+            REQUIRE(fmt::loadGgmlWeight(type, z.data(), i) == 0.0f);
+    }
+}
+
+TEST_CASE("GGML types meet ggml's own quantization and dot-product error bounds", "[kernels][ggml]") {
+    // tests/test-quantize-fns.cpp (ggml d99724f2): 4096 values 0.1 + 2 cos(i); the total error
+    // sqrt(sum (w - w_hat)^2) / n below MAX_QUANTIZATION_TOTAL_ERROR = 0.002 for these four types,
+    // and |dot(q(w), q8(x)) - dot(w, x)| / n below MAX_DOT_PRODUCT_ERROR = 0.02 with x from offset 1.
+    constexpr std::uint32_t n = 32 * 128;
+    const std::vector<float> w = ggmlTestData(0.0f, n), x = ggmlTestData(1.0f, n);
+    double dotRef = 0.0;
+    for (std::uint32_t i = 0; i < n; ++i)
+        dotRef += double(w[i]) * x[i];
+    std::vector<std::uint16_t> xHalf(n);
+    for (std::uint32_t i = 0; i < n; ++i)
+        xHalf[i] = fmt::floatToHalf(x[i]);
+    for (const fmt::QuantType type : kGgmlTypes) {
+        const fmt::QuantLayout layout = fmt::ggmlLayout(type);
+        const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), 1, n, layout, 1);
+        CHECK(m.storageBytes() == fmt::matrixStorageBytes(layout, 1, n));
+        CHECK(m.scales.empty());
+        std::vector<float> what(n);
+        hk::dequantizeMatrix(m, what.data(), 1);
+        double sq = 0.0;
+        for (std::uint32_t i = 0; i < n; ++i)
+            sq += (double(w[i]) - what[i]) * (double(w[i]) - what[i]);
+        const double totalError = std::sqrt(sq) / n;
+        float y = 0.0f;
+        const hk::GemvArgs args{m.view(), xHalf.data(), 1, &y, hk::OutputType::Fp32};
+        REQUIRE(hk::gemv(hk::Backend::Cpu, args) == hk::Status::Ok);
+        const double dotError = std::fabs(double(y) - dotRef) / n;
+        INFO(layoutName(layout) << " total error " << totalError << " dot error " << dotError);
+        CHECK(totalError < 0.002);
+        CHECK(dotError < 0.02);
+    }
+}
+
+TEST_CASE("GGML rows are whole blocks and carry no separate scales", "[kernels][ggml]") {
+    CHECK(fmt::layoutValid(fmt::ggmlLayout(fmt::QuantType::Q4_K)));
+    CHECK_FALSE(fmt::layoutValid({fmt::QuantType::Q4_0, fmt::ScaleScope::Group, 32}));
+    CHECK(fmt::rowBytes(fmt::ggmlLayout(fmt::QuantType::Q8_0), 4096) == 128 * 34);
+    CHECK(fmt::matrixStorageBytes(fmt::ggmlLayout(fmt::QuantType::Q4_K), 896, 4864 / 256 * 256) ==
+          896ull * 19 * 144);
+    const std::vector<float> w = normalFloats(2 * 48, 3);
+    const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), 2, 48, fmt::ggmlLayout(fmt::QuantType::Q4_0), 1);
+    std::vector<std::uint16_t> x(48);
+    float y[2];
+    const hk::GemvArgs args{m.view(), x.data(), 1, y, hk::OutputType::Fp32};
+    CHECK(hk::gemv(hk::Backend::CpuRef, args) == hk::Status::InvalidArgument); // 48 is not whole blocks of 32
+    CHECK(hk::gemv(hk::Backend::Cpu, args) == hk::Status::InvalidArgument);
+}
+
+TEST_CASE("fast CPU GGML block dots equal the reference on odd sizes", "[kernels][ggml][gemv]") {
+    std::uint32_t seed = 2000; // the portable scalar fallback on odd seeds, AVX2 on even ones
+    for (const fmt::QuantType type : kGgmlTypes) {
+        const fmt::QuantLayout layout = fmt::ggmlLayout(type);
+        for (const std::uint32_t n : {1u, 3u, 129u})
+            for (const std::uint32_t blocks : {1u, 3u, 7u})
+                for (const std::uint32_t batch : {1u, 3u}) {
+                    const std::uint32_t k = blockCols(type, blocks);
+                    checkGemv(layout, n, k, batch, hk::OutputType::Fp32, seed++, true, kBlockDotNmse);
+                    checkGemv(layout, n, k, batch, hk::OutputType::Fp32, seed++, false); // exact fp32 path
+                }
+        // Many blocks, a batch past the register tiles, fp16 output.
+        checkGemv(layout, 37, type == fmt::QuantType::Q8_0 || type == fmt::QuantType::Q4_0 ? 4864 : 4864 / 256 * 256, 1,
+                  hk::OutputType::Fp32, seed++, true, kBlockDotNmse);
+        checkGemv(layout, 19, blockCols(type, 5), 17, hk::OutputType::Fp16, seed++, true, kGemvFp16Nmse + kBlockDotNmse);
+        checkGemv(layout, 19, blockCols(type, 5), 17, hk::OutputType::Fp16, seed++, true, kGemvFp16Nmse + kBlockDotNmse);
+        checkAvx2AgainstPortable(layout, 33, blockCols(type, 9), 1, seed++);
+        checkAvx2AgainstPortable(layout, 5, blockCols(type, 2), 5, seed++);
+    }
+}
