@@ -9,8 +9,9 @@
 # it, runs the GPU-labelled tests (ctest -L gpu: kernels, including the KV cache write and the
 # fp32 -> fp16 conversion of the decode step, and probes), the CPU probe tests, the probe command on
 # cuda:0 under 8/16/24 GiB budgets (qwen2.5-0.5b, JSON into LOG_DIR, progress in the .log beside
-# it), `report --check` over the 24 GiB probe document (its verdicts re-checked), and the CUDA
-# kernel benchmarks, writes the full
+# it), the q8_0 and q4_0 GGUF weight types on cuda:0 (allocation + timing), `report --check` over
+# the 24 GiB probe document (its verdicts re-checked), and the CUDA kernel benchmarks (every
+# format, the GGML block types included), writes the full
 # logs to LOG_DIR and prints a short table last. Exit status: 0 when every step passed, else 1.
 set -uo pipefail
 
@@ -96,6 +97,12 @@ if [ "$configured" -eq 0 ]; then
         bash -c '"$1" probe --device cuda:0 --budget "$2" --model qwen2.5-0.5b --json >"$3"' _ \
         "$build/bin/headroom-cli" "$budget" "$logs/probe-cuda-$budget.json"
     done
+    # GGUF weight types run as stored (q8_0, q4_0 block kernels): allocation and timing at 8 GiB.
+    for w in q8_0 q4_0; do
+      step "probe cuda:0 $w" "probe-cuda-$w.log" \
+        bash -c '"$1" probe --device cuda:0 --budget 8GiB --model qwen2.5-0.5b -w "$2" --probes allocation,timing --json >"$3"' _ \
+        "$build/bin/headroom-cli" "$w" "$logs/probe-cuda-$w.json"
+    done
     # The verdicts of the probe document re-checked by report --check (core/probeverdict.h rules):
     # the allocation exact, the limit within one block or 1 % and never above, every timing row's
     # verdict from its own measured and calibrated-predicted times.
@@ -140,6 +147,6 @@ done
 if [ -f "$logs/bench-kernels-cuda.log" ]; then
   echo
   # B_copy line and the kernel table (median us, GB/s, fraction of B_copy, speed-up, CV)
-  grep -E "^(device|B_copy|kernel |cublas|fp16|int8|int4|nf4|attn)" "$logs/bench-kernels-cuda.log"
+  grep -E "^(device|B_copy|kernel |cublas|fp16|int8|int4|nf4|q8_0|q4_0|q4_K|q6_K|attn)" "$logs/bench-kernels-cuda.log"
 fi
 exit "$failed"

@@ -154,7 +154,12 @@ int main(int argc, char** argv) {
                            {"int8-tensor", fmt::symmetricLayout(8, fmt::ScaleScope::Tensor)},
                            {"int4-row", fmt::symmetricLayout(4, fmt::ScaleScope::Row)},
                            {"int4-g128", fmt::symmetricLayout(4, fmt::ScaleScope::Group, 128)},
-                           {"nf4-b64", fmt::nf4Layout()}};
+                           {"nf4-b64", fmt::nf4Layout()},
+                           // GGML blocks as GGUF stores them (formats/ggmlblocks.h)
+                           {"q8_0", fmt::ggmlLayout(fmt::QuantType::Q8_0)},
+                           {"q4_0", fmt::ggmlLayout(fmt::QuantType::Q4_0)},
+                           {"q4_K", fmt::ggmlLayout(fmt::QuantType::Q4_K)},
+                           {"q6_K", fmt::ggmlLayout(fmt::QuantType::Q6_K)}};
     std::mt19937 rng(1);
     for (const Shape& shape : shapes) {
         const std::string shapeName = std::to_string(shape.k) + "->" + std::to_string(shape.n);
