@@ -39,16 +39,7 @@ inline void checkGemv(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k,
     REQUIRE(hk::gemvCpu(args, options) == hk::Status::Ok);
     const std::vector<float> ref = fp32 ? yRef : outputAsFloats(hRef.data(), yType, outCount);
     const std::vector<float> cpu = fp32 ? yCpu : outputAsFloats(hCpu.data(), yType, outCount);
-    // m[b][n] = sum_k |x_k w_k| over the dequantized weights (the scale of compare()).
-    std::vector<float> what(std::uint64_t{n} * k), magnitude(outCount);
-    hk::dequantizeMatrix(m, what.data(), 1);
-    for (std::uint32_t b = 0; b < batch; ++b)
-        for (std::uint32_t r = 0; r < n; ++r) {
-            double sum = 0.0;
-            for (std::uint32_t c = 0; c < k; ++c)
-                sum += std::fabs(double(what[std::uint64_t{r} * k + c]) * fmt::halfToFloat(x[std::uint64_t{b} * k + c]));
-            magnitude[std::uint64_t{b} * n + r] = static_cast<float>(sum);
-        }
+    const std::vector<float> magnitude = gemvMagnitude(m, x, batch);
     const Comparison c = compare(ref, cpu, &magnitude);
     if (tolerance < 0)
         tolerance = fp32 ? kGemvFp32Nmse : kGemvFp16Nmse;

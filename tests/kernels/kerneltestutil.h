@@ -105,6 +105,23 @@ inline std::vector<float> outputAsFloats(const void* y, hk::OutputType type, std
     return out;
 }
 
+/// m[b][r] = sum_k |x[b][k] w_hat[r][k]| over the dequantized weights of @p m and the fp16 x
+/// [@p batch][K]: the scale of compare() for GEMV outputs [B][N].
+inline std::vector<float> gemvMagnitude(const hk::QuantizedMatrix& m, const std::vector<std::uint16_t>& x,
+                                        std::uint32_t batch) {
+    const std::uint32_t n = m.rows, k = m.cols;
+    std::vector<float> what(std::uint64_t{n} * k), magnitude(std::uint64_t{batch} * n);
+    hk::dequantizeMatrix(m, what.data(), 1);
+    for (std::uint32_t b = 0; b < batch; ++b)
+        for (std::uint32_t r = 0; r < n; ++r) {
+            double sum = 0.0;
+            for (std::uint32_t c = 0; c < k; ++c)
+                sum += std::fabs(double(what[std::uint64_t{r} * k + c]) * fmt::halfToFloat(x[std::uint64_t{b} * k + c]));
+            magnitude[std::uint64_t{b} * n + r] = static_cast<float>(sum);
+        }
+    return magnitude;
+}
+
 /// Name of a layout for messages ("int4-g128", "nf4-b64").
 inline std::string layoutName(fmt::QuantLayout layout) {
     switch (layout.type) {

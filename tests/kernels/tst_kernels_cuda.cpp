@@ -97,15 +97,7 @@ void checkGemv(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k, std::u
     const std::vector<float> raw = dY.download();
     const std::vector<float> cuda = outputAsFloats(raw.data(), yType, outCount);
 
-    std::vector<float> what(std::uint64_t{n} * k), magnitude(outCount);
-    hk::dequantizeMatrix(m, what.data());
-    for (std::uint32_t b = 0; b < batch; ++b)
-        for (std::uint32_t r = 0; r < n; ++r) {
-            double sum = 0.0;
-            for (std::uint32_t c = 0; c < k; ++c)
-                sum += std::fabs(double(what[std::uint64_t{r} * k + c]) * fmt::halfToFloat(x[std::uint64_t{b} * k + c]));
-            magnitude[std::uint64_t{b} * n + r] = static_cast<float>(sum);
-        }
+    const std::vector<float> magnitude = gemvMagnitude(m, x, batch);
     const Comparison c = compare(ref, cuda, &magnitude);
     const double tolerance = fp32 ? kGemvFp32Nmse : kGemvFp16Nmse;
     if (c.nanFound || c.infMismatch || c.nmse > tolerance) {

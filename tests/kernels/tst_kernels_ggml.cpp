@@ -53,20 +53,12 @@ void checkAvx2AgainstPortable(fmt::QuantLayout layout, std::uint32_t n, std::uin
     const std::vector<float> w = normalFloats(std::uint64_t{n} * k, seed);
     const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
     const std::vector<std::uint16_t> x = normalHalves(std::uint64_t{batch} * k, seed + 1);
-    std::vector<float> portable(std::uint64_t{batch} * n), avx2(portable.size()), magnitude(portable.size());
+    std::vector<float> portable(std::uint64_t{batch} * n), avx2(portable.size());
     hk::GemvArgs args{m.view(), x.data(), batch, portable.data(), hk::OutputType::Fp32};
     REQUIRE(hk::gemvCpu(args, hk::CpuOptions{2, true}) == hk::Status::Ok);
     args.y = avx2.data();
     REQUIRE(hk::gemvCpu(args, hk::CpuOptions{2, false}) == hk::Status::Ok);
-    std::vector<float> what(std::uint64_t{n} * k);
-    hk::dequantizeMatrix(m, what.data(), 1);
-    for (std::uint32_t b = 0; b < batch; ++b)
-        for (std::uint32_t r = 0; r < n; ++r) {
-            double sum = 0.0;
-            for (std::uint32_t c = 0; c < k; ++c)
-                sum += std::fabs(double(what[std::uint64_t{r} * k + c]) * fmt::halfToFloat(x[std::uint64_t{b} * k + c]));
-            magnitude[std::uint64_t{b} * n + r] = static_cast<float>(sum);
-        }
+    const std::vector<float> magnitude = gemvMagnitude(m, x, batch);
     const Comparison c = compare(portable, avx2, &magnitude);
     INFO(layoutName(layout) << " N=" << n << " K=" << k << " B=" << batch << " nmse=" << c.nmse);
     CHECK_FALSE(c.nanFound);

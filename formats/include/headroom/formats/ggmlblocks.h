@@ -88,6 +88,18 @@ HEADROOM_HD int nearestInt(float value) {
     return static_cast<int>(roundf(value));
 }
 
+/// The value of largest magnitude among @p w [@p n], with its sign (the first one on a tie; 0 for
+/// all zeros): the `max` of ggml's q4_0, q6_K and q8_K quantizers.
+HEADROOM_HD float signedAbsMax(const float* w, std::uint32_t n) {
+    float amax = 0.0f, max = 0.0f;
+    for (std::uint32_t j = 0; j < n; ++j)
+        if (amax < fabsf(w[j])) {
+            amax = fabsf(w[j]);
+            max = w[j];
+        }
+    return max;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decode one weight
 // ---------------------------------------------------------------------------------------------
@@ -170,13 +182,7 @@ HEADROOM_HD void quantizeQ8_0Block(const float* w, std::uint8_t* block) {
 /// q4_0 block of @p w [32]: max = the weight of largest magnitude (with its sign), d = max / -8,
 /// code = min(15, (int8)(w / d + 8.5)) (quantize_row_q4_0_ref).
 HEADROOM_HD void quantizeQ4_0Block(const float* w, std::uint8_t* block) {
-    float amax = 0.0f, max = 0.0f;
-    for (std::uint32_t j = 0; j < kQ8_0BlockWeights; ++j)
-        if (amax < fabsf(w[j])) {
-            amax = fabsf(w[j]);
-            max = w[j];
-        }
-    const float d = max / -8.0f;
+    const float d = signedAbsMax(w, kQ8_0BlockWeights) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     storeHalfAt(block, d);
     for (std::uint32_t j = 0; j < 16; ++j) {
@@ -238,13 +244,7 @@ HEADROOM_HD void quantizeQ4_KBlock(const float* w, std::uint8_t* block) {
 HEADROOM_HD void quantizeQ6_KBlock(const float* w, std::uint8_t* block) {
     float s[16], maxScale = 0.0f, maxAbs = 0.0f;
     for (std::uint32_t g = 0; g < 16; ++g) {
-        float amax = 0.0f, max = 0.0f;
-        for (std::uint32_t l = 0; l < 16; ++l)
-            if (amax < fabsf(w[16 * g + l])) {
-                amax = fabsf(w[16 * g + l]);
-                max = w[16 * g + l];
-            }
-        s[g] = max / -32.0f;
+        s[g] = signedAbsMax(w + 16 * g, 16) / -32.0f;
         if (fabsf(s[g]) > maxAbs) {
             maxAbs = fabsf(s[g]);
             maxScale = s[g];
@@ -293,13 +293,8 @@ HEADROOM_HD float quantizeQ8_0Activations(const float* x, std::int8_t* q) {
 /// the fp32 scale returned (quantize_row_q8_K_ref: max = the value of largest magnitude,
 /// iscale = -127 / max, q = min(127, nearest(iscale x)), d = 1 / iscale; 0 for an all-zero x).
 HEADROOM_HD float quantizeQ8_KActivations(const float* x, std::int8_t* q, std::int16_t* sums16) {
-    float amax = 0.0f, max = 0.0f;
-    for (std::uint32_t j = 0; j < kQkK; ++j)
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    if (amax == 0.0f) {
+    const float max = signedAbsMax(x, kQkK);
+    if (max == 0.0f) {
         for (std::uint32_t j = 0; j < kQkK; ++j)
             q[j] = 0;
         for (std::uint32_t g = 0; g < 16; ++g)
