@@ -103,6 +103,13 @@ void attach(QChart* chart, QAbstractSeries* series, QAbstractAxis* x, QAbstractA
     series->attachAxis(y);
 }
 
+// The base of a log axis running from 1 to @p top: few enough labels to stay readable in a third
+// of 1280 pixels (2 up to 16, 4 up to 256, else 8, 16 past 2^15).
+double logAxisBase(double top)
+{
+    return top > 32768 ? 16 : (top > 256 ? 8 : (top > 16 ? 4 : 2));
+}
+
 QString shortCardName(const Card& card)
 {
     QString name = QString::fromStdString(card.name.empty() ? card.id : card.name);
@@ -259,7 +266,7 @@ void ChartsPanel::rebuild()
     fx->setBase(2);
     fy->setBase(10);
     styleAxis(fx, QStringLiteral("users"));
-    styleAxis(fy, QStringLiteral("context per user (tokens)"));
+    styleAxis(fy, QStringLiteral("tokens per user"));
     fx->setLabelFormat(QStringLiteral("%.0f"));
     fy->setLabelFormat(QStringLiteral("%.0f"));
     frontier->addAxis(fx, Qt::AlignBottom);
@@ -298,7 +305,7 @@ void ChartsPanel::rebuild()
                                       QStringLiteral("nothing fits: no frontier on the chosen cards")));
     // Few enough labels to stay readable in a third of 1280 pixels.
     const double fxTop = std::pow(2.0, std::ceil(std::log2(fxMax)));
-    fx->setBase(fxTop > 256 ? 8 : (fxTop > 16 ? 4 : 2));
+    fx->setBase(logAxisBase(fxTop));
     fx->setRange(1, std::pow(fx->base(), std::ceil(std::log(fxTop) / std::log(fx->base()))));
     fy->setRange(std::pow(10.0, std::floor(std::log10(std::max(fyMin, 1.0)))), std::pow(10.0, std::ceil(std::log10(fyMax))));
 
@@ -358,7 +365,9 @@ void ChartsPanel::rebuild()
         speed->setTitle(emptyTitle(QStringLiteral("Tokens/s vs batch (roofline)"),
                                    loadedCards == 0 ? QStringLiteral("the model loads on no chosen card")
                                                     : QStringLiteral("no bandwidth figure for the chosen cards")));
-    sx->setRange(1, std::max(2.0, std::pow(2.0, std::ceil(std::log2(sxMax)) + 1)));
+    const double sxTop = std::max(2.0, std::pow(2.0, std::ceil(std::log2(sxMax)) + 1));
+    sx->setBase(logAxisBase(sxTop));
+    sx->setRange(1, std::pow(sx->base(), std::ceil(std::log(sxTop) / std::log(sx->base()))));
     const double step = std::pow(10.0, std::floor(std::log10(syMax)));
     sy->setRange(0, std::ceil(syMax * 1.1 / step) * step);
     sy->setTickCount(5);

@@ -85,7 +85,10 @@ int main(int argc, char** argv)
                                       QStringLiteral("DIR"));
     const QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("Detail tab to show: plots, bill, engines or probes."),
                                  QStringLiteral("NAME"), QStringLiteral("plots"));
-    parser.addOptions({screenshot, size, dark, light, quitAfter, model, profiles, tab});
+    const QCommandLineOption cards(QStringLiteral("cards"), QStringLiteral("Cards to show, comma-separated profile ids or sizes "
+                                                                           "(rtx-4090,12GiB), instead of the ones chosen last."),
+                                   QStringLiteral("LIST"));
+    parser.addOptions({screenshot, size, dark, light, quitAfter, model, profiles, tab, cards});
     parser.process(app);
 
     const bool shooting = parser.isSet(screenshot);
@@ -129,6 +132,8 @@ int main(int argc, char** argv)
     options.useSettings = useSettings;
     options.detectGpus = !shooting;
     options.modelArg = parser.value(model).toStdString();
+    for (const QString& c : parser.value(cards).split(QLatin1Char(','), Qt::SkipEmptyParts))
+        options.cardArgs.push_back(c.trimmed().toStdString());
     options.probeBackend = headroom::app::createProbeBackend(
         {QCoreApplication::applicationFilePath(), QString::fromLatin1(headroom::app::kProbeWorkerArgument)});
     headroom::app::MainWindow window(headroom::app::Catalog(std::move(*loaded)), options);

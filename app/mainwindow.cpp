@@ -69,6 +69,14 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
     if (m_options.useSettings)
         loadSettings();
     Selection& s = m_initial;
+    if (!m_options.cardArgs.empty()) {
+        s.cardIds.clear();
+        for (const std::string& c : m_options.cardArgs)
+            if (m_catalog.findCard(c) || m_catalog.addSizedCard(c))
+                s.cardIds.push_back(c);
+            else
+                qWarning("--cards: unknown card '%s': not a profile id (headroom-cli cards lists them) nor a size", c.c_str());
+    }
     if (!m_catalog.findModel(s.modelId))
         s.modelId = m_catalog.findModel(kDefaultModelId) ? std::string(kDefaultModelId)
                                                          : (m_catalog.modelIds().empty() ? std::string() : m_catalog.modelIds().front());

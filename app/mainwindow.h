@@ -44,6 +44,7 @@ public:
         bool useSettings = true;          ///< restore and save QSettings (off for screenshots and tests)
         bool detectGpus = true;           ///< ask nvidia-smi for this machine's GPUs
         std::string modelArg;             ///< --model: a profile id or a path to import
+        std::vector<std::string> cardArgs; ///< --cards: profile ids or sizes (12GiB) replacing the chosen cards
         std::shared_ptr<ProbeBackend> probeBackend; ///< default: createProbeBackend()
     };
 

@@ -8,6 +8,8 @@
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QResizeEvent>
+#include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QTableView>
@@ -41,14 +43,25 @@ MatrixPanel::MatrixPanel(QWidget* parent) : QWidget(parent)
     m_view->setSelectionMode(QAbstractItemView::SingleSelection);
     m_view->setSelectionBehavior(QAbstractItemView::SelectItems);
     m_view->verticalHeader()->hide();
-    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Fixed);
     m_view->horizontalHeader()->setSectionResizeMode(WhatFitsModel::Name, QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setSectionResizeMode(WhatFitsModel::Weights, QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setDefaultAlignment(Qt::Alignment(Qt::AlignCenter | Qt::TextWordWrap));
-    m_view->setWordWrap(false);
+    // A reason too long for its column wraps onto a second line rather than losing the number
+    // that matters ("no: weights + overheads 7.43 > 7.01 GiB"); rows grow to their text.
+    m_view->setWordWrap(true);
     m_view->setTextElideMode(Qt::ElideRight);
     m_view->setAccessibleName(QStringLiteral("What fits"));
+    m_view->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
+    m_view->verticalHeader()->setMinimumSectionSize(m_view->fontMetrics().height() + 8);
+    // Row heights follow the column widths (a vertical ResizeToContents header does not re-measure
+    // when the columns stretch, so the rows are fitted again after every column resize).
+    connect(m_view->horizontalHeader(), &QHeaderView::sectionResized, this, [this](int column) {
+        if (column < WhatFitsModel::FixedColumnCount)
+            fitCardColumns();
+        m_view->resizeRowsToContents();
+    });
     m_caption = new QLabel;
     m_caption->setWordWrap(true);
     m_caption->setToolTip(QStringLiteral("\"no: weights X > Y\": the weights alone exceed Y, the memory the engine lets "
@@ -70,14 +83,52 @@ MatrixPanel::MatrixPanel(QWidget* parent) : QWidget(parent)
 
 void MatrixPanel::setSelection(const Catalog& catalog, const Selection& selection)
 {
+    // With many cards the size goes on a line of its own, no column gets narrower than its
+    // card's longest word (the view scrolls sideways instead), and the header takes three lines.
+    const bool many = selection.cardIds.size() > 4;
+    const QFontMetrics fm = m_view->horizontalHeader()->fontMetrics();
+    int widestWord = 0;
     std::vector<QString> labels;
-    for (const std::string& id : selection.cardIds)
-        labels.push_back(cardLabel(*catalog.findCard(id)));
+    for (const std::string& id : selection.cardIds) {
+        QString label = cardLabel(*catalog.findCard(id));
+        if (many)
+            label.replace(QStringLiteral(" ("), QStringLiteral("\n("));
+        for (const QString& word : label.split(QRegularExpression(QStringLiteral("\\s+")), Qt::SkipEmptyParts))
+            widestWord = std::max(widestWord, fm.horizontalAdvance(word));
+        labels.push_back(label);
+    }
     m_model->setMatrix(computeMatrix(catalog, selection), selection.cardIds, labels, selection.contextTokens);
     m_caption->setText(matrixCaption(catalog, selection));
-    // Two lines of header when the cards are many, so that their names stay readable.
-    const int lines = selection.cardIds.size() > 4 ? 2 : 1;
-    m_view->horizontalHeader()->setMinimumHeight(lines * m_view->fontMetrics().height() + 10);
+    m_minCardWidth = widestWord + 14;
+    const int lines = many ? 3 : 1;
+    m_view->horizontalHeader()->setMinimumHeight(lines * fm.height() + 10);
+    fitCardColumns();
+    m_view->resizeRowsToContents();
+}
+
+void MatrixPanel::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    fitCardColumns();
+}
+
+void MatrixPanel::fitCardColumns()
+{
+    QHeaderView* header = m_view->horizontalHeader();
+    const int columns = m_model->columnCount();
+    const int cards = columns - WhatFitsModel::FixedColumnCount;
+    if (cards <= 0)
+        return;
+    int fixed = 0;
+    for (int c = 0; c < WhatFitsModel::FixedColumnCount; ++c)
+        fixed += header->sectionSize(c);
+    const int available = m_view->viewport()->width() - fixed;
+    const int width = std::max(m_minCardWidth, available / cards);
+    for (int c = WhatFitsModel::FixedColumnCount; c < columns; ++c)
+        header->resizeSection(c, width);
+    // The chosen cell stays in sight once the columns have their widths.
+    if (m_view->currentIndex().isValid())
+        QMetaObject::invokeMethod(m_view, [view = m_view] { view->scrollTo(view->currentIndex()); }, Qt::QueuedConnection);
 }
 
 void MatrixPanel::showCurrent(const std::string& modelId, const std::string& formatId, const std::string& cardId)

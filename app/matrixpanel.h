@@ -31,12 +31,20 @@ public:
     QTableView* view() const { return m_view; }
     QLabel* caption() const { return m_caption; }
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 Q_SIGNALS:
     /// A cell was chosen; @p cardId is empty for a fixed column (the row's model or format only).
     void cellChosen(const std::string& modelId, const std::string& formatId, const std::string& cardId);
 
 private:
+    /// Shares the width left of the fixed columns among the cards, none below m_minCardWidth
+    /// (the view scrolls sideways beyond that).
+    void fitCardColumns();
+
     WhatFitsModel* m_model = nullptr;
+    int m_minCardWidth = 0; ///< pixels: the longest word of a card's header
     QSortFilterProxyModel* m_proxy = nullptr;
     QTableView* m_view = nullptr;
     QLabel* m_caption = nullptr;

@@ -90,12 +90,14 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
     m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setStretchLastSection(true);
     // Probe, difference and verdict as wide as their text; the quantity and the note share the
-    // rest (their full text is the tooltip).
+    // rest, wrapped (their full text is also the tooltip).
     for (int c : {ProbeResultsModel::Probe, ProbeResultsModel::Difference, ProbeResultsModel::Verdict})
         m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setSectionResizeMode(ProbeResultsModel::Quantity, QHeaderView::Stretch);
     m_table->horizontalHeader()->setSectionResizeMode(ProbeResultsModel::Note, QHeaderView::Stretch);
-    m_table->setWordWrap(false);
+    // A long quantity or note wraps in its column (rows grow to it) instead of being cut.
+    m_table->setWordWrap(true);
+    connect(m_table->horizontalHeader(), &QHeaderView::sectionResized, m_table, &QTableView::resizeRowsToContents);
     m_table->setAlternatingRowColors(true);
 
     auto* deviceLabel = new QLabel(QStringLiteral("&Device"), this);
@@ -139,6 +141,7 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
     connect(m_results, &QAbstractItemModel::modelReset, this, [this] {
         for (int c : {ProbeResultsModel::Predicted, ProbeResultsModel::Measured})
             m_table->resizeColumnToContents(c);
+        m_table->resizeRowsToContents();
     });
     updateButtons();
 }

@@ -19,7 +19,10 @@ ModelProfile fromImport(const ImportedModel& m)
     std::filesystem::path path(m.path);
     while (!path.empty() && path.filename().empty())
         path = path.parent_path();
-    p.name = m.modelName.empty() ? path.filename().string() : m.modelName;
+    // A general.name that only repeats the architecture ("llama", as llama.cpp's converters write
+    // when the source gave none) names no model: the file's name says more.
+    const bool placeholderName = !m.architectureName.empty() && m.modelName == m.architectureName;
+    p.name = m.modelName.empty() || placeholderName ? path.filename().string() : m.modelName;
     if (p.name == "config.json" || p.name.empty())
         p.name = path.parent_path().filename().string();
     p.source = m.format + " " + m.formatVersion + " " + m.path;

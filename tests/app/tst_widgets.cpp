@@ -8,6 +8,7 @@
 #include "formatting.h"
 #include "mainwindow.h"
 #include "memorybar.h"
+#include "matrixpanel.h"
 #include "modelimporter.h"
 #include "probepanel.h"
 #include "proberunner.h"
@@ -34,7 +35,11 @@
 #include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QHeaderView>
+#include <QRegularExpression>
+#include <QScrollBar>
 #include <QSignalSpy>
+#include <QStyle>
 #include <QSlider>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -222,6 +227,53 @@ TEST_CASE("cards can be unchecked and added by size", "[window]")
     QTest::keyClick(edit, Qt::Key_Return);
     CHECK(w.selection().cardIds.back() == "12GiB");
     CHECK(w.matrixModel()->columnCount() == WhatFitsModel::FixedColumnCount + 3);
+}
+
+// Every matrix cell and card header shows its whole text at 1280x800: a reason wraps inside its
+// row, a card name keeps its longest word, ten cards scroll sideways rather than clip.
+void checkMatrixTextFits(MainWindow& w)
+{
+    QTableView* view = w.matrixPanel()->view();
+    QHeaderView* header = view->horizontalHeader();
+    const QFontMetrics fm = view->fontMetrics();
+    const int padding = 2 * (view->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, view) + 1) + 1;
+    for (int c = WhatFitsModel::FixedColumnCount; c < view->model()->columnCount(); ++c) {
+        const QString label = view->model()->headerData(c, Qt::Horizontal).toString();
+        for (const QString& word : label.split(QRegularExpression(QStringLiteral("\\s+")), Qt::SkipEmptyParts))
+            CHECK(header->fontMetrics().horizontalAdvance(word) <= header->sectionSize(c));
+        for (int r = 0; r < view->model()->rowCount(); ++r) {
+            const QString text = view->model()->index(r, c).data().toString();
+            const QRect need = fm.boundingRect(QRect(0, 0, header->sectionSize(c) - padding, 10000), Qt::TextWordWrap, text);
+            INFO(text.toStdString() << " in " << header->sectionSize(c) << " px, row " << view->rowHeight(r) << " px");
+            CHECK(need.width() <= header->sectionSize(c) - padding);
+            CHECK(need.height() <= view->rowHeight(r));
+        }
+    }
+}
+
+TEST_CASE("matrix reasons and card names are not cut at 1280x800", "[window][layout]")
+{
+    MainWindow::Options o = testOptions();
+    SECTION("three cards, a model whose reasons are long")
+    {
+        o.modelArg = "mistral-7b";
+        MainWindow w(catalog(), o);
+        w.resize(1280, 800);
+        w.show();
+        QTest::qWait(100);
+        checkMatrixTextFits(w);
+    }
+    SECTION("ten cards")
+    {
+        o.cardArgs = {"a10", "a100-80gb", "a40", "h100-sxm", "l4", "rtx-3090", "rtx-4060", "rtx-4080", "rtx-4090", "rtx-5090"};
+        MainWindow w(catalog(), o);
+        w.resize(1280, 800);
+        w.show();
+        QTest::qWait(100);
+        REQUIRE(w.matrixModel()->columnCount() == WhatFitsModel::FixedColumnCount + 10);
+        checkMatrixTextFits(w);
+        CHECK(w.matrixPanel()->view()->horizontalScrollBar()->maximum() > 0);
+    }
 }
 
 TEST_CASE("the probe runner reports progress, results and cancel without blocking", "[probes]")
