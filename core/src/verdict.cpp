@@ -308,6 +308,15 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
     if (const auto split = partialOffload(plan)) {
         Verdict partial = with(v, FitState::PartialOffload, FitLimit::Weights, *split,
                                "partial offload: " + *split);
+        // The split holds the context the engine placed it for (offload_context_tokens, per
+        // sequence: the asked context, or --fit's minimum when none was asked) for every user.
+        const EngineFigure* ctx = engineFigure(plan, "offload_context_tokens");
+        const std::uint64_t perUser = ctx ? static_cast<std::uint64_t>(ctx->value) : plan.contextTokens;
+        switch (v.headline.kind) {
+        case HeadlineKind::MaxContextPerUser: partial.headline.value = perUser; break;
+        case HeadlineKind::MaxUsersAtContext: partial.headline.value = perUser >= plan.contextTokens ? plan.users : 0; break;
+        case HeadlineKind::MaxResidentTokens: partial.headline.value = perUser * std::max<std::uint64_t>(plan.users, 1); break;
+        }
         return partial;
     }
     const Bytes overheads = totalBytes(plan.overheads);

@@ -219,6 +219,7 @@ private:
         llamacpp::OffloadSettings o;
         o.cpuMoeLayers = static_cast<std::uint32_t>(std::min<std::uint64_t>(s.integer("n-cpu-moe").value_or(0), 1u << 20));
         o.kvOffload = !s.boolean("no-kv-offload").value_or(false);
+        o.outputFirst = llamacpp::offloadsOutputFirst(in.request.engine.requestedVersion);
         Bytes runtime; // the items besides the compute buffer, which the split prices per side
         for (const OverheadItem& i : b.overheads)
             if (i.name != "compute_buffer")
@@ -239,6 +240,9 @@ private:
         if (!asked && split.offloadedLayers >= split.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload)
             return;
         const std::string src = "src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp";
+        const std::uint64_t perSeq = fitted.ctxSizeTokens / std::max<std::uint32_t>(fitted.parallel, 1);
+        b.figures.push_back({"offload_context_tokens", static_cast<double>(perSeq), "tokens",
+                             "llama_context: n_ctx_seq = " + std::to_string(perSeq), src});
         b.figures.push_back({"offload_gpu_layers", static_cast<double>(split.offloadedLayers), "layers",
                              "load_tensors: offloaded " + std::to_string(split.offloadedLayers) + "/"
                                  + std::to_string(split.totalLayers) + " layers to GPU", src});

@@ -32,8 +32,13 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
     out.totalLayers = arch.layers + 1;
     const std::int64_t ngl = o.gpuLayers < 0 ? layers + 1 : std::min<std::int64_t>(o.gpuLayers, layers + 1);
     out.offloadedLayers = static_cast<std::uint32_t>(ngl);
-    out.firstGpuLayer = static_cast<std::uint32_t>(std::max<std::int64_t>(layers + 1 - ngl, 0));
-    out.outputOnGpu = ngl >= 1;
+    if (o.outputFirst) {
+        out.firstGpuLayer = static_cast<std::uint32_t>(std::max<std::int64_t>(layers + 1 - ngl, 0));
+        out.outputOnGpu = ngl >= 1;
+    } else {
+        out.firstGpuLayer = static_cast<std::uint32_t>(std::max<std::int64_t>(layers - ngl, 0));
+        out.outputOnGpu = ngl > layers;
+    }
     out.hostWeightsMapped = o.mmap;
     const auto onGpu = [&](std::int64_t il) { return il >= out.firstGpuLayer; };
 
@@ -72,6 +77,14 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
         out.host.computeBytes = compute.hostPartBytes + std::max(compute.attentionStageBytes, compute.ffnStageBytes);
     }
     return out;
+}
+
+bool offloadsOutputFirst(const std::string& version)
+{
+    if (version.size() < 2 || version.size() > 8 || version[0] != 'b'
+        || version.find_first_not_of("0123456789", 1) != std::string::npos)
+        return true;
+    return std::stoul(version.substr(1)) >= 7400;
 }
 
 std::uint32_t maxGpuLayers(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,

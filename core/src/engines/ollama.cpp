@@ -24,6 +24,8 @@ const std::vector<SettingSpec>& ollamaSettings()
         makeSpec("OLLAMA_KV_CACHE_TYPE", SettingType::Choice, "", "KV cache type (needs flash attention); default: f16", 0, 0,
                  {"f16", "q8_0", "q4_0"}),
         makeSpec("OLLAMA_GPU_OVERHEAD", SettingType::Size, "0", "bytes reserved per GPU besides MinimumMemory"),
+        makeSpec("num_gpu", SettingType::Integer, "", "layers on the GPU (output layer included); default: all that fit", 0,
+                 1 << 20),
     };
     return specs;
 }
@@ -42,6 +44,7 @@ class OllamaEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Ollama; }
     const std::vector<SettingSpec>& settings() const override { return ollamaSettings(); }
+    bool offloadsLayers() const override { return true; }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
@@ -71,6 +74,12 @@ public:
         if (!kv)
             return tl::unexpected(kv.error());
         setup.kvDtypeId = *kv;
+        std::optional<std::uint64_t> layers;
+        if (r.gpuLayers)
+            layers = *r.gpuLayers;
+        auto numGpu = reconcileCount(layers, "--offload", s, "num_gpu", name);
+        if (!numGpu)
+            return tl::unexpected(numGpu.error());
         // Before the llama-server delegation Ollama drops a quantized cache without flash attention
         // ("quantized kv cache requested but flash attention disabled", v0.5.7 llm/server.go).
         if (legacy(r.engine) && !setup.flashAttention && !isDefaultKvDtype(setup.kvDtypeId))
@@ -131,8 +140,47 @@ private:
                              "memory.graph.full=\"" + mib(est.graphFullBytes) + "\"", src});
         b.figures.push_back({"graph_partial_bytes", static_cast<double>(est.graphPartialBytes.value), "bytes",
                              "memory.graph.partial=\"" + mib(est.graphPartialBytes) + "\"", src});
+        placementFigures(in, s, b);
         if (est.kvCacheType != asciiLower(s.kvCacheType))
             b.notes.push_back("OLLAMA_KV_CACHE_TYPE=" + s.kvCacheType + " without flash attention: Ollama falls back to f16");
+    }
+
+    // The estimator's placement (llm/memory.go EstimateGPULayers, v0.5.7): the "offload to cuda"
+    // figures; a split below n_layer + 1 is the verdict's partial offload (offload_gpu_layers).
+    static void placementFigures(const EngineInputs& in, const ollama::Settings& s, EngineBill& b)
+    {
+        const PlanRequest& r = in.request;
+        ollama::Settings settings = s;
+        settings.gpuOverhead = Bytes{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
+        const Bytes free = r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes;
+        const std::optional<std::uint64_t> asked = in.settings.given("num_gpu") || r.gpuLayers ? in.settings.integer("num_gpu")
+                                                                                              : std::nullopt;
+        const ollama::GpuLayerEstimate e = ollama::estimateGpuLayers(
+            in.arch, r.format, settings, free, r.engine.fixedReserve,
+            asked ? static_cast<std::int64_t>(std::min<std::uint64_t>(*asked, 1u << 20)) : -1);
+        const std::string src = "llm/memory.go EstimateGPULayers (v0.5.7)";
+        const auto gib = [](Bytes x) {
+            char buf[48];
+            std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(x.value) / static_cast<double>(kGiB));
+            return std::string(buf);
+        };
+        b.figures.push_back({"layers_offload", static_cast<double>(e.layers), "layers",
+                             "layers.offload=" + std::to_string(e.layers), src});
+        b.figures.push_back({"memory_required_partial_bytes", static_cast<double>(e.requiredPartialBytes.value), "bytes",
+                             "memory.required.partial=\"" + gib(e.requiredPartialBytes) + "\"", src});
+        b.figures.push_back({"memory_required_full_bytes", static_cast<double>(e.requiredFullBytes.value), "bytes",
+                             "memory.required.full=\"" + gib(e.requiredFullBytes) + "\"", src});
+        b.figures.push_back({"memory_weights_total_bytes", static_cast<double>(e.weightsTotalBytes.value), "bytes",
+                             "memory.weights.total=\"" + gib(e.weightsTotalBytes) + "\"", src});
+        if (e.layers < e.modelLayers)
+            b.figures.push_back({"offload_gpu_layers", static_cast<double>(e.layers), "layers",
+                                 "offloaded " + std::to_string(e.layers) + "/" + std::to_string(e.modelLayers)
+                                     + " layers to GPU (--n-gpu-layers " + std::to_string(e.layers) + ")",
+                                 src});
+        if (e.layers < e.modelLayers)
+            b.figures.push_back({"host_weights_bytes",
+                                 static_cast<double>(saturatingSub(e.requiredFullBytes, e.requiredPartialBytes).value), "bytes",
+                                 "memory.required.full - partial: the layers left in host memory", src});
     }
 
     // Since v0.30: llama-server -c num_ctx x parallel -np parallel --cache-type-k/-v the same type,

@@ -1,5 +1,7 @@
 #include "headroom/core/engines/ollamamemory.h"
 
+#include "headroom/core/parameters.h"
+
 #include <algorithm>
 
 namespace headroom::ollama {
@@ -84,6 +86,77 @@ LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& s)
         full = partial;
     out.graphFullBytes = Bytes{full};
     out.graphPartialBytes = Bytes{partial};
+    return out;
+}
+
+GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat& format, const Settings& settings,
+                                   Bytes freeBytes, Bytes minimumBytes, std::int64_t numGpu)
+{
+    GpuLayerEstimate out;
+    out.estimate = legacyEstimate(arch, settings);
+    out.modelLayers = arch.layers + 1;
+    const std::uint64_t blocks = std::max<std::uint32_t>(arch.layers, 1);
+    std::vector<std::uint64_t> layerBytes(arch.layers, 0);
+    std::uint64_t outputNorm = 0;
+    std::uint64_t output = 0;
+    std::uint64_t embedding = 0;
+    for (const TensorSpec& t : listTensors(arch)) {
+        const std::uint64_t b = tensorBytes(t, format).value;
+        if (t.layer >= 0 && static_cast<std::uint32_t>(t.layer) < arch.layers)
+            layerBytes[static_cast<std::size_t>(t.layer)] += b;
+        else if (t.role == TensorRole::Output)
+            output += b;
+        else if (t.role == TensorRole::TokenEmbedding)
+            embedding += b;
+        else if (t.role == TensorRole::Norm || t.role == TensorRole::Bias)
+            outputNorm += b;
+    }
+    // llm/memory.go: output_norm + (output, else token_embd when the model ties them).
+    const std::uint64_t outputLayer = outputNorm + (output > 0 ? output : embedding);
+    out.weightsNonRepeatingBytes = Bytes{outputLayer};
+    const std::uint64_t kvShare = out.estimate.kvBytes.value / blocks;
+    const std::uint64_t graph = std::max(out.estimate.graphFullBytes.value, out.estimate.graphPartialBytes.value);
+    const std::uint64_t overhead = settings.gpuOverhead.value;
+    const std::uint64_t free = freeBytes.value;
+    std::uint64_t layerSize = (layerBytes.empty() ? 0 : layerBytes[0]) + kvShare;
+
+    bool gpuUsable = free >= overhead + graph + minimumBytes.value + 2 * layerSize;
+    std::uint64_t allocation = gpuUsable ? minimumBytes.value + layerSize : 0;
+    std::uint32_t count = 0;
+    std::uint64_t weights = 0;
+    for (std::uint32_t i = 0; i < arch.layers; ++i) {
+        layerSize = layerBytes[i] + kvShare;
+        weights += layerSize;
+        if (numGpu >= 0 && count >= numGpu)
+            continue;
+        if (gpuUsable && free > overhead + allocation + graph + layerSize) {
+            allocation += layerSize;
+            ++count;
+        } else {
+            gpuUsable = false; // the GPU leaves gpusWithSpace
+        }
+    }
+    std::uint64_t overflow = 0;
+    bool fullyLoaded = count >= arch.layers;
+    if (!fullyLoaded)
+        overflow += static_cast<std::uint64_t>(arch.layers - count) * layerSize; // the last layer's size, as Ollama sums it
+    if (outputLayer > 0 && (numGpu < 0 || count < numGpu)) {
+        if (gpuUsable && free > overhead + allocation + graph + outputLayer) {
+            allocation += outputLayer;
+            ++count;
+        }
+        if (count < arch.layers + 1) {
+            fullyLoaded = false;
+            overflow += outputLayer;
+        }
+    }
+    if (count > 0)
+        allocation += fullyLoaded ? out.estimate.graphFullBytes.value : out.estimate.graphPartialBytes.value;
+    out.layers = count;
+    out.allocationBytes = Bytes{allocation};
+    out.requiredPartialBytes = Bytes{allocation};
+    out.requiredFullBytes = Bytes{allocation + overflow};
+    out.weightsTotalBytes = Bytes{weights};
     return out;
 }
 

@@ -25,7 +25,18 @@ struct OffloadSettings {
     std::uint32_t cpuMoeLayers = 0;///< --n-cpu-moe: layers [0, N) keep their routed experts on the CPU
     bool kvOffload = true;         ///< false: --no-kv-offload, every layer's KV in host memory
     bool mmap = true;              ///< --mmap (default): host weights are the file's pages, not a copy
+    /// The order -ngl fills the GPU in. Since ggml-org/llama.cpp PR #18148 ("llama: offload output
+    /// layer to GPU first", merged 2025-12-17): the output layer first, i_gpu_start = n_layer + 1 - ngl.
+    /// Before it (every build of 2025 up to mid-December, and Ollama's vendored runners): the repeating
+    /// layers first, i_gpu_start = n_layer - ngl, the output layer on the GPU only when ngl > n_layer
+    /// ("offloading N repeating layers to GPU" then "offloading output layer to GPU").
+    bool outputFirst = true;
 };
+
+/// Whether llama.cpp build @p version ("b4701", a commit, or empty = current) offloads the output
+/// layer first (PR #18148). Builds numbered below b7400 predate it (the build numbers of mid-December
+/// 2025 are b7400 and up); anything else is taken as current.
+bool offloadsOutputFirst(const std::string& version);
 
 /// One side of the split.
 struct SideBill {

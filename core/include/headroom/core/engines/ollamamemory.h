@@ -15,9 +15,11 @@
 
 #include "headroom/core/architecture.h"
 #include "headroom/core/units.h"
+#include "headroom/core/weightformat.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace headroom::ollama {
 
@@ -50,5 +52,32 @@ struct LegacyEstimate {
 /// min(context, num_batch); other families fall back as Ollama does: partial = GQA x kv / 6,
 /// full = partial. bytes/element: f16 2, q8_0 1, q4_0 0.5 (Ollama's own approximation of the blocks).
 LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& settings);
+
+/// Ollama's placement of one model on one GPU (v0.5.7 llm/memory.go EstimateGPULayers, at
+/// a420a453b4783841e3e79c248ef0fe9548df6914), the figures of its "offload to cuda" line:
+///  - layer i costs its tensors (blk.i, priced per tensor in the file's format) + kv / n_layer;
+///  - the GPU must hold overhead + max(graph) + MinimumMemory + 2 x blk.0 to take any layer, and
+///    starts its allocation at MinimumMemory + blk.0 (one layer's worth "as a buffer");
+///  - layers are added while free > overhead + allocation + max(graph partial, full) + layer,
+///    stopping at num_gpu when given; then the output layer (output_norm + output, or token_embd
+///    when tied) the same way;
+///  - the graph added is the full one when every layer and the output went, else the partial one.
+/// memory.weights.total sums every layer's cost (the kv share included, the output not).
+struct GpuLayerEstimate {
+    std::uint32_t layers = 0;        ///< layers.offload (the output layer counts as one)
+    std::uint32_t modelLayers = 0;   ///< layers.model = n_layer + 1
+    Bytes allocationBytes;           ///< memory.required.allocations (= partial on one GPU)
+    Bytes requiredPartialBytes;      ///< memory.required.partial: what the GPU gets
+    Bytes requiredFullBytes;         ///< memory.required.full: partial + what did not fit
+    Bytes weightsTotalBytes;         ///< memory.weights.total
+    Bytes weightsNonRepeatingBytes;  ///< memory.weights.nonrepeating (the output layer)
+    LegacyEstimate estimate;         ///< kv and graphs
+};
+
+/// The placement on a GPU with @p freeBytes free (memory.available), @p minimumBytes of
+/// MinimumMemory (457 MiB for CUDA and ROCm, discover/gpu.go) and @p numGpu layers asked
+/// (num_gpu; negative = as many as fit).
+GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat& format, const Settings& settings,
+                                   Bytes freeBytes, Bytes minimumBytes, std::int64_t numGpu = -1);
 
 } // namespace headroom::ollama
