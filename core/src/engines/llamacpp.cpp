@@ -265,6 +265,20 @@ private:
                           + formatBytes(split.host.kvBytes) + ", compute " + formatBytes(split.host.computeBytes));
     }
 
+    // The MLA cache of a build (llamacppmemory.h MlaCache): full per-head K and V before PR #12801
+    // (merged mid-April 2025: builds below b5100), the latent K and V until PR #19067 (January 2026:
+    // builds below b7800), the latent K only since. The build numbers bound the merge dates from
+    // below; a version that is not a build number is the current release.
+    static llamacpp::MlaCache mlaCacheOf(const std::string& version)
+    {
+        if (version.size() < 2 || version.size() > 8 || version[0] != 'b'
+            || version.find_first_not_of("0123456789", 1) != std::string::npos)
+            return llamacpp::MlaCache::LatentKOnly;
+        const unsigned long build = std::stoul(version.substr(1));
+        return build < 5100 ? llamacpp::MlaCache::FullHeads
+                            : (build < 7800 ? llamacpp::MlaCache::LatentKV : llamacpp::MlaCache::LatentKOnly);
+    }
+
     static std::string mib(Bytes b)
     {
         char buf[48];
@@ -277,7 +291,7 @@ private:
         Bytes out;
         for (const TensorSpec& t : listTensors(in.arch))
             if (t.role == TensorRole::TokenEmbedding)
-                out += tensorBytes(t, in.request.format);
+                out += priceTensor(t, in.request.format, in.arch).bytes;
         return out;
     }
 
@@ -301,8 +315,7 @@ private:
         c.typeV = v.value_or(c.typeK);
         c.swaFull = s.boolean("swa-full").value_or(false);
         c.kvUnified = s.boolean("kv-unified").value_or(false);
-        // The current release caches an MLA layer's latent K only (MlaCache::LatentKOnly); older
-        // eras are in llamacppmemory.h, not yet a profile of their own.
+        c.mlaCache = mlaCacheOf(in.request.engine.requestedVersion);
         return c;
     }
 };

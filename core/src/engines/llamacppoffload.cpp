@@ -43,7 +43,7 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
     const auto onGpu = [&](std::int64_t il) { return il >= out.firstGpuLayer; };
 
     for (const TensorSpec& t : listTensors(arch)) {
-        const Bytes b = tensorBytes(t, format);
+        const Bytes b = priceTensor(t, format, arch).bytes;
         if (t.role == TensorRole::TokenEmbedding) {
             out.tokenEmbeddingBytes += b;
             out.host.weightsBytes += b;

@@ -101,7 +101,7 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
     std::uint64_t output = 0;
     std::uint64_t embedding = 0;
     for (const TensorSpec& t : listTensors(arch)) {
-        const std::uint64_t b = tensorBytes(t, format).value;
+        const std::uint64_t b = priceTensor(t, format, arch).bytes.value;
         if (t.layer >= 0 && static_cast<std::uint32_t>(t.layer) < arch.layers)
             layerBytes[static_cast<std::size_t>(t.layer)] += b;
         else if (t.role == TensorRole::Output)
