@@ -74,6 +74,27 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
     if (figure == "compute_buffer_mib")
         return engine == "ollama" && !log.find("compute_buffer") ? one(log.value("graph.full"), mib)
                                                                   : one(log.sumOverDevices("compute_buffer"), mib);
+    // A layer split: the buffers of the GPU(s) and of the host (CPU, CPU_Mapped, CUDA_Host).
+    const auto side = [&](const char* name, bool host) {
+        double sum = 0;
+        bool any = false;
+        for (const LogTerm& t : log.terms)
+            if (t.name == name && (t.device.find("CPU") != std::string::npos || t.device.find("Host") != std::string::npos) == host) {
+                sum += t.value / mib;
+                any = true;
+            }
+        return any ? std::vector<double>{sum} : std::vector<double>{};
+    };
+    if (figure == "gpu_model_buffer_mib" || figure == "host_model_buffer_mib")
+        return side("model_buffer", figure[0] == 'h');
+    if (figure == "gpu_kv_buffer_mib" || figure == "host_kv_buffer_mib")
+        return side("kv_buffer", figure[0] == 'h');
+    if (figure == "layers_offload")
+        return all("layers.offload", 1.0);
+    if (figure == "memory_required_partial" || figure == "memory_required_full" || figure == "memory_weights_total")
+        return all(figure == "memory_weights_total" ? "weights.total"
+                                                    : (figure == "memory_required_full" ? "required.full" : "required.partial"),
+                   gib);
     return all(figure.c_str(), 1.0);
 }
 

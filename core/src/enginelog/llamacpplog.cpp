@@ -12,7 +12,7 @@ namespace {
 /// "   CUDA0 KV buffer size =  1536.00 MiB" -> ("CUDA0", bytes).
 bool bufferLine(Parser& p, std::string_view l, std::string_view kind, const char* term)
 {
-    const std::string key = std::string(" ") + std::string(kind) + " buffer size";
+    const std::string key = kind.empty() ? std::string(" buffer size") : std::string(" ") + std::string(kind) + " buffer size";
     const auto at = l.find(key);
     if (at == std::string_view::npos)
         return false;
@@ -92,9 +92,12 @@ void readLlamaCppLine(Parser& p, std::string_view l)
             p.count("offloaded_layers", n);
             p.setting("n-gpu-layers-offloaded", n->printed);
         }
-    bufferLine(p, l, "model", "model_buffer") || bufferLine(p, l, "KV", "kv_buffer") ||
-        bufferLine(p, l, "compute", "compute_buffer") || bufferLine(p, l, "output", "output_buffer") ||
-        bufferLine(p, l, "RS", "rs_buffer");
+    const bool matched = bufferLine(p, l, "model", "model_buffer") || bufferLine(p, l, "KV", "kv_buffer")
+        || bufferLine(p, l, "compute", "compute_buffer") || bufferLine(p, l, "output", "output_buffer")
+        || bufferLine(p, l, "RS", "rs_buffer");
+    // Before the "model buffer" spelling (2024): "llm_load_tensors:      CUDA0 buffer size = X MiB".
+    if (!matched && has("load_tensors:") && has(" buffer size"))
+        bufferLine(p, l, "", "model_buffer");
     if (has("KV self size")) {
         p.bytes("kv_self", sizeAfter(l, "KV self size"));
         const std::string k = wordAfter(l, "K (");
