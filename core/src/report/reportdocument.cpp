@@ -681,12 +681,43 @@ std::vector<const json*> detailedPlans(const json& doc)
     return out;
 }
 
-tl::expected<Document, ReportError> layout(const json& doc)
+/// @p source with each plan and cell naming its model by the model's own name (an imported
+/// model's id is its path) where that name is unique among the report's models; the Inputs
+/// section keeps the id next to the name.
+json withModelNames(const json& source)
 {
+    std::map<std::string, std::string> names;
+    std::map<std::string, int> uses;
+    for (const json& m : source["inputs"]["models"]) {
+        const std::string name = m.value("name", std::string());
+        if (!name.empty())
+            ++uses[name];
+    }
+    for (const json& m : source["inputs"]["models"]) {
+        const std::string name = m.value("name", std::string());
+        if (!name.empty() && uses[name] == 1)
+            names[m["id"].get<std::string>()] = name;
+    }
+    json doc = source;
+    for (const char* list : {"plans", "what_fits"})
+        if (doc.contains(list))
+            for (json& p : doc[list])
+                if (auto it = names.find(p["model"].get<std::string>()); it != names.end())
+                    p["model"] = it->second;
+    for (json& m : doc["inputs"]["models"]) {
+        const auto it = names.find(m["id"].get<std::string>());
+        m["label"] = it != names.end() ? it->second : m["id"].get<std::string>();
+    }
+    return doc;
+}
+
+tl::expected<Document, ReportError> layout(const json& source)
+{
+    const json doc = withModelNames(source);
     Document d;
     d.title = doc["title"].get<std::string>();
     const json& in = doc["inputs"];
-    d.subtitle = joinUnique(in["models"], "id") + " · " + joinUnique(in["weights_formats"], "id") + " · "
+    d.subtitle = joinUnique(in["models"], "label") + " · " + joinUnique(in["weights_formats"], "id") + " · "
         + joinUnique(in["kv_dtypes"], "id") + " KV · on " + joinUnique(in["cards"], "id") + " · " + joinUnique(in["engines"], "name");
     d.meta = "Headroom " + doc["tool"]["version"].get<std::string>() + " · created " + doc["created_utc"].get<std::string>()
         + " · report schema " + std::to_string(doc["schema_version"].get<int>());
