@@ -3,6 +3,8 @@
 #include "headroom/core/ggufpreset.h"
 #include "headroom/formats/ggmltypes.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace headroom {
@@ -17,6 +19,7 @@ public:
     std::vector<TensorSpec> run()
     {
         const std::uint64_t h = m_arch.hiddenSize;
+        m_out.reserve(std::size_t{m_arch.layers} * 16 + 4); // a block lists at most ~16 entries
         add("model.embed_tokens.weight", TensorRole::TokenEmbedding, m_arch.vocabSize, h);
         if (m_arch.positionEmbeddingRows > 0)
             add("model.embed_positions.weight", TensorRole::PositionEmbedding, m_arch.positionEmbeddingRows, h);
@@ -263,17 +266,50 @@ const char* roleName(TensorRole role)
     return "other";
 }
 
-WeightBill priceWeights(const Architecture& arch, const WeightFormat& format)
+PricedTensors priceTensors(const Architecture& arch, const WeightFormat& format)
 {
+    PricedTensors out;
+    out.tensors = listTensors(arch);
+    out.priced.reserve(out.tensors.size());
+    for (const TensorSpec& t : out.tensors)
+        out.priced.push_back(priceTensor(t, format, arch));
+    return out;
+}
+
+WeightBill weightBill(const PricedTensors& list)
+{
+    // Sums per role and per stored type in small flat tables (a handful of distinct keys), then
+    // into the bill's maps once: a map lookup with a string key per tensor was a tenth of a plan.
+    constexpr std::size_t kRoles = static_cast<std::size_t>(TensorRole::Bias) + 1; // Bias is the last role
+    std::array<Bytes, kRoles> byRole{};
+    std::array<bool, kRoles> roleSeen{};
+    std::vector<std::pair<const std::string*, Bytes>> byType;
     WeightBill bill;
-    for (const TensorSpec& t : listTensors(arch)) {
-        const Priced p = priceTensor(t, format, arch);
+    for (std::size_t i = 0; i < list.tensors.size(); ++i) {
+        const TensorSpec& t = list.tensors[i];
+        const PricedTensor& p = list.priced[i];
         bill.parameters = checkedAdd(bill.parameters, t.elements(), "parameter count");
         bill.totalBytes += p.bytes;
-        bill.bytesByRole[roleName(t.role)] += p.bytes;
-        bill.bytesByType[p.type] += p.bytes;
+        const auto role = static_cast<std::size_t>(t.role);
+        byRole[role] += p.bytes;
+        roleSeen[role] = true;
+        auto it = std::find_if(byType.begin(), byType.end(), [&](const auto& e) { return *e.first == p.type; });
+        if (it == byType.end())
+            byType.emplace_back(&p.type, p.bytes);
+        else
+            it->second += p.bytes;
     }
+    for (std::size_t r = 0; r < kRoles; ++r)
+        if (roleSeen[r])
+            bill.bytesByRole[roleName(static_cast<TensorRole>(r))] += byRole[r];
+    for (const auto& [type, bytes] : byType)
+        bill.bytesByType[*type] += bytes;
     return bill;
+}
+
+WeightBill priceWeights(const Architecture& arch, const WeightFormat& format)
+{
+    return weightBill(priceTensors(arch, format));
 }
 
 Bytes nominalWeightBytes(std::uint64_t parameters, const WeightFormat& format)

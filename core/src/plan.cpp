@@ -29,12 +29,13 @@ bool shardedByTp(TensorRole role)
 // the last stages; the busiest stage holds ceil(L/pp) either way), embeddings on the first
 // stage, final norm and lm_head on the last, and shards matrices by tp (column/row parallel
 // linear layers and vocab-parallel embeddings; norms, biases and routers replicated).
-DeviceWeights busiestDevice(const Architecture& arch, const WeightFormat& format, std::uint32_t tp, std::uint32_t pp)
+DeviceWeights busiestDevice(const Architecture& arch, const PricedTensors& list, std::uint32_t tp, std::uint32_t pp)
 {
     const std::uint32_t perStage = static_cast<std::uint32_t>(ceilDiv(arch.layers, pp));
     std::vector<Bytes> stage(pp);
-    for (const TensorSpec& t : listTensors(arch)) {
-        Bytes b = priceTensor(t, format, arch).bytes;
+    for (std::size_t i = 0; i < list.tensors.size(); ++i) {
+        const TensorSpec& t = list.tensors[i];
+        Bytes b = list.priced[i].bytes;
         if (tp > 1 && shardedByTp(t.role))
             b = Bytes{ceilDiv(b.value, tp)};
         std::uint32_t s = 0;
@@ -140,9 +141,11 @@ private:
     {
         const std::uint32_t tp = m_setup.tensorParallel;
         const std::uint32_t pp = m_setup.pipelineParallel;
-        const WeightBill bill = headroom::priceWeights(m_arch, m_r.format);
+        // One list, priced once, for the bill, the busiest device and the speed inputs.
+        m_tensors = priceTensors(m_arch, m_r.format);
+        const WeightBill bill = weightBill(m_tensors);
         m_out.weightsByRole = bill.bytesByRole;
-        const DeviceWeights device = busiestDevice(m_arch, m_r.format, tp, pp);
+        const DeviceWeights device = busiestDevice(m_arch, m_tensors, tp, pp);
         m_firstLayer = device.firstLayer;
         m_layerCount = device.layerCount;
         const std::optional<std::uint64_t> nominal =
@@ -253,7 +256,7 @@ private:
         const double tflops = cal.peakTflops.value_or(m_r.card.fp16Tflops);
         if (bandwidth <= 0)
             return;
-        SpeedInputs in = speedInputs(m_arch, m_out.weightsBytes, m_out.kvBytesPerToken, bandwidth, tflops);
+        SpeedInputs in = speedInputs(m_arch, m_tensors.tensors, m_out.weightsBytes, m_out.kvBytesPerToken, bandwidth, tflops);
         in.calibrated = cal.bandwidthGBps.has_value();
         const std::uint64_t ctx = m_out.contextTokens > 0 ? m_out.contextTokens : 1;
         m_out.speed = summarizeSpeed(in, m_out.users, ctx);
@@ -266,6 +269,7 @@ private:
     KvDtype m_kvDtype;
     std::optional<PlanRequest> m_question;
     PlanResult m_out;
+    PricedTensors m_tensors; ///< listTensors(m_arch) priced in the request's format (priceWeights)
     std::uint32_t m_firstLayer = 0;
     std::uint32_t m_layerCount = 0;
     bool m_weightsFit = false;

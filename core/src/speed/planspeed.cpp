@@ -9,6 +9,12 @@ namespace headroom {
 SpeedInputs speedInputs(const Architecture& arch, Bytes weightsBytes, Bytes kvBytesPerToken, double bandwidthGBps,
                         double peakTflops)
 {
+    return speedInputs(arch, listTensors(arch), weightsBytes, kvBytesPerToken, bandwidthGBps, peakTflops);
+}
+
+SpeedInputs speedInputs(const Architecture& arch, const std::vector<TensorSpec>& tensors, Bytes weightsBytes,
+                        Bytes kvBytesPerToken, double bandwidthGBps, double peakTflops)
+{
     SpeedInputs in;
     in.weightsBytes = weightsBytes;
     in.kvBytesPerToken = kvBytesPerToken;
@@ -20,7 +26,7 @@ SpeedInputs speedInputs(const Architecture& arch, Bytes weightsBytes, Bytes kvBy
     in.expertsPerToken = arch.moe.expertsPerToken;
     std::uint64_t total = 0;
     std::uint64_t routed = 0;
-    for (const TensorSpec& t : listTensors(arch)) {
+    for (const TensorSpec& t : tensors) {
         total += t.elements();
         if (t.role == TensorRole::ExpertMatrix && t.copies > 1)
             routed += t.elements();

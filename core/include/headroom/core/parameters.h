@@ -80,7 +80,22 @@ struct WeightBill {
     std::map<std::string, Bytes> bytesByType;
 };
 
-/// Prices every tensor of @p arch in @p format (through priceTensor).
+/// Every tensor of an architecture with its price in one format: listTensors and priceTensor
+/// once each, so that a plan's weights bill, its per-device split and its speed inputs read
+/// one list (issue 9: the list was rebuilt, a string per tensor, three times per plan).
+/// `priced[i]` is the price of `tensors[i]`.
+struct PricedTensors {
+    std::vector<TensorSpec> tensors;
+    std::vector<PricedTensor> priced;
+};
+
+/// listTensors(arch), each priced by priceTensor(t, format, arch).
+PricedTensors priceTensors(const Architecture& arch, const WeightFormat& format);
+
+/// The weights bill of an already priced list (the sums of priceWeights).
+WeightBill weightBill(const PricedTensors& list);
+
+/// Prices every tensor of @p arch in @p format (through priceTensor): weightBill(priceTensors()).
 WeightBill priceWeights(const Architecture& arch, const WeightFormat& format);
 
 /// With only a nominal parameter count: ceil(parameters * nominalBitsPerWeight / 8).

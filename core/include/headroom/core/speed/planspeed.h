@@ -4,6 +4,7 @@
 /// card's bandwidth and compute (datasheet, or measured by the timing probe).
 
 #include "headroom/core/architecture.h"
+#include "headroom/core/parameters.h"
 #include "headroom/core/speed/roofline.h"
 #include "headroom/core/units.h"
 
@@ -39,6 +40,9 @@ struct SpeedSummary {
 /// list), @p kvBytesPerToken, on a card of @p bandwidthGBps and @p peakTflops.
 SpeedInputs speedInputs(const Architecture& arch, Bytes weightsBytes, Bytes kvBytesPerToken, double bandwidthGBps,
                         double peakTflops);
+/// The same from @p tensors, the architecture's listTensors() already made (the planner's list).
+SpeedInputs speedInputs(const Architecture& arch, const std::vector<TensorSpec>& tensors, Bytes weightsBytes,
+                        Bytes kvBytesPerToken, double bandwidthGBps, double peakTflops);
 
 /// Decode tokens/s, TPOT, TTFT and the knee at @p users x @p contextTokens.
 SpeedSummary summarizeSpeed(const SpeedInputs& in, std::uint64_t users, std::uint64_t contextTokens);
