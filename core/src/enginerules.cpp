@@ -1,5 +1,6 @@
 #include "headroom/core/enginerules.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -33,25 +34,33 @@ std::string formatConcurrency(double x)
     return buf;
 }
 
-double sglangMemFractionStatic(Bytes totalBytes, std::uint32_t tp, std::uint32_t pp)
+SglangMemoryDefaults sglangMemoryDefaults(Bytes totalBytes, std::uint32_t tp)
 {
     const double gpuMemMb = static_cast<double>(totalBytes.value) / static_cast<double>(kMiB);
-    double chunked = 8192;
-    double graphBs = 80;
-    if (gpuMemMb < 20 * 1024.0) {
-        chunked = 2048;
-        graphBs = 8;
-    } else if (gpuMemMb < 35 * 1024.0) {
-        chunked = 2048;
-        graphBs = tp < 4 ? 24 : 80;
-    } else if (gpuMemMb < 60 * 1024.0) {
-        chunked = 4096;
-        graphBs = tp < 4 ? 32 : 160;
-    }
+    if (gpuMemMb < 20 * 1024.0)
+        return {2048, 8};
+    if (gpuMemMb < 35 * 1024.0)
+        return {2048, tp < 4 ? 24u : 80u};
+    if (gpuMemMb < 60 * 1024.0)
+        return {4096, tp < 4 ? 32u : 160u};
+    if (gpuMemMb < 160 * 1024.0)
+        return {8192, tp < 4 ? 256u : 512u};
+    return {16384, 512};
+}
+
+double sglangMemFractionStatic(Bytes totalBytes, std::uint32_t tp, std::uint32_t pp,
+                               std::optional<std::uint64_t> chunkedPrefillTokens, std::optional<std::uint64_t> cudaGraphMaxBs)
+{
+    const double gpuMemMb = static_cast<double>(totalBytes.value) / static_cast<double>(kMiB);
+    if (gpuMemMb <= 0)
+        return 0.0;
+    const SglangMemoryDefaults d = sglangMemoryDefaults(totalBytes, tp);
+    const double chunked = static_cast<double>(chunkedPrefillTokens.value_or(d.chunkedPrefillTokens));
+    const double graphBs = static_cast<double>(cudaGraphMaxBs.value_or(d.cudaGraphMaxBs));
     double reserved = 512 + std::max(chunked, 2048.0) * 1.5 + graphBs * 2 + static_cast<double>(tp) * pp / 8.0 * 1024;
     if (gpuMemMb > 60 * 1024.0)
         reserved = std::max(reserved, 10 * 1024.0);
-    const double fraction = (gpuMemMb - reserved) / gpuMemMb;
+    const double fraction = std::round((gpuMemMb - reserved) / gpuMemMb * 1000.0) / 1000.0; // Python round(x, 3)
     return fraction > 0 ? fraction : 0.0;
 }
 

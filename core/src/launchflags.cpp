@@ -240,12 +240,29 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         auto kv = sglangKvDtype(plan.kvDtypeId);
         if (!kv)
             return tl::unexpected(kv.error());
-        const double fraction = request.engine.memoryFraction > 0
+        // The fraction the plan applied (given, or SGLang's rule of the version from the chunk and graph batch).
+        double fraction = request.engine.memoryFraction > 0
             ? request.engine.memoryFraction
             : sglangMemFractionStatic(plan.cardTotalBytes, plan.tensorParallel, plan.pipelineParallel);
+        for (const SettingValue& v : plan.engineSettings)
+            if (v.key == "mem-fraction-static" && v.number > 0)
+                fraction = v.number;
         add("--context-length", ctx, arg, ctxNote);
         add("--max-running-requests", users, arg, "concurrent requests");
         add("--mem-fraction-static", fixed(fraction, 3), arg, "weights + KV pool share of the card, as planned");
+        // The sizing settings the plan was asked with, so that the engine sizes its pool the same way.
+        for (const SettingValue& v : plan.engineSettings) {
+            if (!v.given)
+                continue;
+            if (v.key == "chunked-prefill-size")
+                add("--chunked-prefill-size", v.text, arg, "prefill chunk, as planned (in SGLang's reserved-memory rule)");
+            else if (v.key == "cuda-graph-max-bs")
+                add("--cuda-graph-max-bs", v.text, arg, "largest CUDA-graph batch, as planned (in the reserved-memory rule)");
+            else if (v.key == "max-total-tokens")
+                add("--max-total-tokens", v.text, arg, "KV pool cap, as planned");
+            else if (v.key == "page-size")
+                add("--page-size", v.text, arg, "tokens per KV page, as planned");
+        }
         if (*kv != "auto")
             add("--kv-cache-dtype", *kv, arg, "fp8 cache");
         if (plan.tensorParallel > 1)

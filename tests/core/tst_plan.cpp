@@ -152,8 +152,12 @@ TEST_CASE("tensor parallel halves weights and KV per device", "[plan]")
 TEST_CASE("SGLang's mem_fraction_static and Ollama's context tiers follow their rules", "[plan][engines]")
 {
     // engines.md §5 worked values: 24 GB card ~0.85, 16 GB ~0.77, 8 GB ~0.55 (reserved MB =
-    // 512 + 2048 x 1.5 + graph bs x 2 + 128).
-    CHECK(sglangMemFractionStatic(Bytes{24 * kGiB}, 1, 1) == Approx((24576.0 - 3760) / 24576).epsilon(1e-9));
+    // 512 + 2048 x 1.5 + graph bs x 2 + 128), rounded to 3 decimals as server_args.py does.
+    CHECK(sglangMemFractionStatic(Bytes{24 * kGiB}, 1, 1) == Approx(0.847).epsilon(1e-12)); // (24576 - 3760) / 24576 = 0.84701
+    // The user's chunk and graph batch enter the rule: 8192 x 1.5 + 160 x 2 instead of 2048 x 1.5 + 24 x 2.
+    CHECK(sglangMemFractionStatic(Bytes{24 * kGiB}, 1, 1, 8192, 160) == Approx(0.461).epsilon(1e-12)); // (24576 - 13248) / 24576 = 0.46094
+    // An 80 GiB H100 at tp 1: 8192 / 256 by default, 512 + 12288 + 512 + 128 = 13440 MiB reserved.
+    CHECK(sglangMemFractionStatic(Bytes{80 * kGiB}, 1, 1) == Approx(0.836).epsilon(1e-12)); // (81920 - 13440) / 81920 = 0.83594
     CHECK(sglangMemFractionStatic(Bytes{24 * kGiB}, 1, 1) == Approx(0.85).margin(0.005));
     CHECK(sglangMemFractionStatic(Bytes{16 * kGiB}, 1, 1) == Approx(0.77).margin(0.005));
     CHECK(sglangMemFractionStatic(Bytes{8 * kGiB}, 1, 1) == Approx(0.55).margin(0.006));

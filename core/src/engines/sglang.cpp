@@ -13,7 +13,9 @@
 //   - default mem_fraction_static: python/sglang/srt/server_args.py __post_init__ up to v0.4.x
 //     (by tp size: 0.88 / 0.87 at tp 2 / 0.85 at tp 4 / 0.81 at tp 8 / 0.79 at tp 16), and
 //     _handle_gpu_memory_settings today (reserved-memory formula, enginerules.h
-//     sglangMemFractionStatic; server_args.py @ 037c3982);
+//     sglangMemFractionStatic; server_args.py @ 469c63e5), which reads chunked-prefill-size and
+//     cuda-graph-max-bs (the user's, else the defaults of the card-size tier, sglangMemoryDefaults):
+//     each is priced there, 1.5 MiB a prefill token and 2 MiB a graph batch slot of the reserve;
 //   - CUDA graphs are captured after the pool is allocated (model_runner.py init_cuda_graphs), so
 //     they come out of the (1 - mem_fraction_static) slack, not out of the pool.
 
@@ -56,8 +58,12 @@ const std::vector<SettingSpec>& sglangSettings()
         spec("max-running-requests", SettingType::Integer, "", "most requests running at once: caps max_users", 1,
              kMaxSequences),
         spec("chunked-prefill-size", SettingType::Integer, "",
-             "prefill chunk; default: --ubatch, else SGLang's by card size (2048 under 25 GB)", 1, kMaxSequences),
-        spec("cuda-graph-max-bs", SettingType::Integer, "", "largest batch captured in CUDA graphs (in the reserved-memory rule)",
+             "prefill chunk; default: --ubatch, else SGLang's by card size (server_args.py: 2048 under 35 GiB, 4096 "
+             "under 60, 8192 under 160, else 16384); from v0.5 it sizes the default mem-fraction-static (1.5 MiB a token)",
+             1, kMaxSequences),
+        spec("cuda-graph-max-bs", SettingType::Integer, "",
+             "largest batch captured in CUDA graphs; default by card size and tp (server_args.py); from v0.5 it sizes the "
+             "default mem-fraction-static (2 MiB a batch slot)",
              1, kMaxSequences),
         spec("page-size", SettingType::Integer, "", "tokens per KV page; the pool is rounded down to it (default 1)", 1, 1024),
         spec("max-total-tokens", SettingType::Integer, "", "caps the KV pool at this many tokens", 1, kMaxTokens),
@@ -120,18 +126,24 @@ public:
             return tl::unexpected(ctx.error());
         setup.contextTokens = ctx->value_or(0);
         setup.contextAsked = r.contextTokens.has_value() || s.given("context-length");
-        auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "chunked-prefill-size", name, r.engine.ubatchTokens);
-        if (!ub)
-            return tl::unexpected(ub.error());
-        setup.ubatchTokens = ub->value_or(0);
-        auto page = reconcileCount(std::nullopt, "", s, "page-size", name, std::max<std::uint64_t>(r.engine.blockTokens, 1));
-        if (!page)
-            return tl::unexpected(page.error());
-        setup.paging.blockTokens = **page;
         auto tp = reconcileParallel(r.tensorParallel, "--tp", s, "tp-size", name);
         if (!tp)
             return tl::unexpected(tp.error());
         setup.tensorParallel = *tp;
+        // From the reserved-memory rule on, the chunk and the largest graph batch default by card size.
+        const bool reservedRule = usesReservedMemoryRule(r.engine);
+        const SglangMemoryDefaults tier = sglangMemoryDefaults(r.card.totalBytes, setup.tensorParallel);
+        auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "chunked-prefill-size", name,
+                                 reservedRule ? tier.chunkedPrefillTokens : r.engine.ubatchTokens);
+        if (!ub)
+            return tl::unexpected(ub.error());
+        setup.ubatchTokens = ub->value_or(0);
+        if (reservedRule && !s.find("cuda-graph-max-bs"))
+            s.setDerived(derivedInteger("cuda-graph-max-bs", tier.cudaGraphMaxBs));
+        auto page = reconcileCount(std::nullopt, "", s, "page-size", name, std::max<std::uint64_t>(r.engine.blockTokens, 1));
+        if (!page)
+            return tl::unexpected(page.error());
+        setup.paging.blockTokens = **page;
         auto pp = reconcileParallel(r.pipelineParallel, "--pp", s, "pp-size", name);
         if (!pp)
             return tl::unexpected(pp.error());
@@ -148,8 +160,9 @@ public:
             double mfs = 0;
             if (r.engine.memoryFraction > 0)
                 mfs = r.engine.memoryFraction;
-            else if (usesReservedMemoryRule(r.engine))
-                mfs = sglangMemFractionStatic(r.card.totalBytes, setup.tensorParallel, setup.pipelineParallel);
+            else if (reservedRule)
+                mfs = sglangMemFractionStatic(r.card.totalBytes, setup.tensorParallel, setup.pipelineParallel,
+                                              s.integer("chunked-prefill-size"), s.integer("cuda-graph-max-bs"));
             else
                 mfs = mfsByTensorParallel(setup.tensorParallel);
             s.setDerived(derivedNumber("mem-fraction-static", mfs));
