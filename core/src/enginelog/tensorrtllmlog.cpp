@@ -1,5 +1,5 @@
 // TensorRT-LLM runtime lines ([TensorRT-LLM][INFO] ..., cpp/tensorrt_llm/batch_manager
-// kvCacheManager and the PyTorch executor's _util.py) at 0.5 .. 0.13.
+// kvCacheManager and the PyTorch executor's _util.py) at 0.5 .. 0.19.
 #include "enginelogshared.h"
 
 namespace headroom::enginelog {
@@ -28,6 +28,12 @@ void readTensorRtLlmLine(Parser& p, std::string_view l)
         p.count("kv_blocks", numberAfter(l, "primary pool:"), LogUnit::Blocks);
     if (has(" tokens in paged KV cache"))
         p.count("max_kv_tokens", numberAfter(l, "Using "), LogUnit::Tokens);
+    // From 0.9: "[MemUsageChange] Allocated 16.05 GiB for max tokens in paged KV cache (263008)."
+    // (kvCacheManager.cpp: the pool's bytes, then primary blocks x tokens per block).
+    if (has("for max tokens in paged KV cache (")) {
+        p.bytes("kv_cache", sizeAfter(l, "Allocated "));
+        p.count("max_kv_tokens", numberAfter(l, "paged KV cache ("), LogUnit::Tokens);
+    }
     if (has("bytes for k/v cache"))
         if (auto n = numberAfter(l, "Allocate "))
             p.term("kv_cache", n->value, LogUnit::Bytes, n->printed + " bytes");
