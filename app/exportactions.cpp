@@ -125,6 +125,10 @@ QString launchEngineTitle(LaunchEngine engine)
         return QStringLiteral("SGLang");
     case LaunchEngine::Ollama:
         return QStringLiteral("Ollama");
+    case LaunchEngine::Tgi:
+        return QStringLiteral("TGI");
+    case LaunchEngine::TensorRtLlm:
+        return QStringLiteral("TensorRT-LLM");
     }
     return {};
 }

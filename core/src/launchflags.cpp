@@ -102,6 +102,27 @@ tl::expected<std::string, std::string> ollamaKvDtype(const std::string& id)
     return tl::unexpected("Ollama has no '" + id + "' KV cache (OLLAMA_KV_CACHE_TYPE takes f16, q8_0, q4_0)");
 }
 
+tl::expected<std::string, std::string> tgiKvDtype(const std::string& id)
+{
+    const std::string k = lower(id);
+    if (k == "fp16" || k == "bf16")
+        return std::string(); // TGI's default: the model's dtype, no flag
+    if (k == "fp8" || k == "fp8_e4m3")
+        return std::string("fp8_e4m3fn");
+    if (k == "fp8_e5m2")
+        return k;
+    return tl::unexpected("TGI has no '" + id + "' KV cache (--kv-cache-dtype takes fp8_e4m3fn, fp8_e5m2)");
+}
+
+// The value of @p key the plan applied (given, default or derived), or null.
+const SettingValue* appliedSetting(const PlanResult& plan, const std::string& key)
+{
+    for (const SettingValue& v : plan.engineSettings)
+        if (v.key == key)
+            return &v;
+    return nullptr;
+}
+
 bool isQuantizedCache(const std::string& llamaType) { return llamaType != "f16" && llamaType != "f32" && llamaType != "bf16"; }
 
 } // namespace
@@ -117,6 +138,10 @@ std::optional<LaunchEngine> launchEngineFor(EngineKind kind)
         return LaunchEngine::SgLang;
     case EngineKind::Ollama:
         return LaunchEngine::Ollama;
+    case EngineKind::Tgi:
+        return LaunchEngine::Tgi;
+    case EngineKind::TensorRtLlm:
+        return LaunchEngine::TensorRtLlm;
     default:
         return std::nullopt;
     }
@@ -133,6 +158,10 @@ const char* launchEngineName(LaunchEngine engine)
         return "sglang";
     case LaunchEngine::Ollama:
         return "ollama";
+    case LaunchEngine::Tgi:
+        return "tgi";
+    case LaunchEngine::TensorRtLlm:
+        return "tensorrt-llm";
     }
     return "?";
 }
@@ -170,7 +199,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
     const std::optional<LaunchEngine> engine = launchEngineFor(request.engine.kind);
     if (!engine)
         return tl::unexpected("no launch flags for engine '" + request.engine.id
-                              + "': Headroom writes them for vllm, llama.cpp, sglang and ollama");
+                              + "': Headroom writes them for vllm, llama.cpp, sglang, ollama, tgi and tensorrt-llm");
     auto point = launchPoint(plan);
     if (!point)
         return tl::unexpected(point.error());
@@ -244,9 +273,8 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         double fraction = request.engine.memoryFraction > 0
             ? request.engine.memoryFraction
             : sglangMemFractionStatic(plan.cardTotalBytes, plan.tensorParallel, plan.pipelineParallel);
-        for (const SettingValue& v : plan.engineSettings)
-            if (v.key == "mem-fraction-static" && v.number > 0)
-                fraction = v.number;
+        if (const SettingValue* v = appliedSetting(plan, "mem-fraction-static"); v && v->number > 0)
+            fraction = v->number;
         add("--context-length", ctx, arg, ctxNote);
         add("--max-running-requests", users, arg, "concurrent requests");
         add("--mem-fraction-static", fixed(fraction, 3), arg, "weights + KV pool share of the card, as planned");
@@ -285,6 +313,54 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             out.notes.push_back("Ollama applies OLLAMA_KV_CACHE_TYPE only with OLLAMA_FLASH_ATTENTION=1");
         out.command = commandLine("ollama serve", out.flags) + "\n# per model (Modelfile): PARAMETER num_ctx " + ctx
             + "\n# per request (API): \"options\": {\"num_ctx\": " + ctx + "}";
+        break;
+    }
+    case LaunchEngine::Tgi: {
+        auto kv = tgiKvDtype(plan.kvDtypeId);
+        if (!kv)
+            return tl::unexpected(kv.error());
+        // The launcher refuses max-input-tokens >= max-total-tokens; the plan's prefill sized its warm-up.
+        std::uint64_t input = point->contextTokens > 1 ? point->contextTokens - 1 : 1;
+        if (const SettingValue* v = appliedSetting(plan, "max-input-tokens"); v && v->integer < point->contextTokens)
+            input = v->integer;
+        add("--max-total-tokens", ctx, arg, ctxNote);
+        add("--max-input-tokens", std::to_string(input), arg, "prompt tokens per request (below --max-total-tokens)");
+        add("--max-batch-prefill-tokens", std::to_string(plan.ubatchTokens), arg, "the warm-up prefill the plan priced");
+        add("--max-concurrent-requests", users, arg, "concurrent requests");
+        if (const SettingValue* v = appliedSetting(plan, "cuda-memory-fraction"); v && v->given)
+            add("--cuda-memory-fraction", v->text, arg, "share of the card TGI may use, as planned");
+        if (!kv->empty())
+            add("--kv-cache-dtype", *kv, arg, "fp8 cache");
+        if (plan.tensorParallel > 1)
+            add("--num-shard", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
+        out.command = commandLine("text-generation-launcher --model-id " + shellWord(modelArgument(request.model, false)), out.flags);
+        break;
+    }
+    case LaunchEngine::TensorRtLlm: {
+        add("--max_seq_len", ctx, arg, ctxNote);
+        add("--max_batch_size", users, arg, "concurrent requests (a build limit for a TensorRT engine)");
+        add("--max_num_tokens", std::to_string(plan.ubatchTokens), arg, "tokens of one forward pass, as planned");
+        double fraction = request.engine.memoryFraction;
+        if (const SettingValue* v = appliedSetting(plan, "free_gpu_memory_fraction"); v && v->number > 0)
+            fraction = v->number;
+        add("--kv_cache_free_gpu_memory_fraction", fixed(fraction, 2), arg, "share of the memory free after loading the KV cache takes");
+        if (plan.tensorParallel > 1)
+            add("--tp_size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
+        if (plan.pipelineParallel > 1)
+            add("--pp_size", std::to_string(plan.pipelineParallel), arg, "pipeline stages");
+        out.command = commandLine("trtllm-serve " + shellWord(modelArgument(request.model, false)), out.flags);
+        // KvCacheConfig fields have no trtllm-serve flag: they go in the --extra_llm_api_options YAML.
+        std::string yaml;
+        if (const SettingValue* v = appliedSetting(plan, "tokens_per_block"))
+            yaml += " tokens_per_block: " + v->text + ",";
+        if (const SettingValue* v = appliedSetting(plan, "max_tokens"); v && v->given)
+            yaml += " max_tokens: " + v->text + ",";
+        if (plan.kvDtypeId == "fp8" || plan.kvDtypeId == "fp8_e4m3")
+            yaml += " dtype: fp8,";
+        if (!yaml.empty()) {
+            yaml.pop_back();
+            out.notes.push_back("--extra_llm_api_options FILE with kv_cache_config: {" + yaml + " }");
+        }
         break;
     }
     }

@@ -130,8 +130,9 @@ TEST_CASE("SGLang: mem_fraction_static of the memory free at start-up, by versio
 TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the total (3.x)", "[engines][tgi]")
 {
     const ProfileSet set = builtin();
-    const PlanResult v2 = plan(request(set, "tgi@2.4.1"));
-    const PlanResult v3 = plan(request(set, "tgi@3.3.7"));
+    // The same warm-up prefill for both (2.x would default it to max-input-tokens + 50, below).
+    const PlanResult v2 = plan(request(set, "tgi@2.4.1", {{"max-batch-prefill-tokens", "4096"}}));
+    const PlanResult v3 = plan(request(set, "tgi@3.3.7", {{"max-batch-prefill-tokens", "4096"}}));
     CHECK(setting(v2, "TGI_WIGGLE_ROOM") == Approx(0.90));
     CHECK(setting(v3, "TGI_WIGGLE_ROOM") == Approx(0.90));
     CHECK(setting(plan(request(set, "tgi@2.0.4")), "TGI_WIGGLE_ROOM") == Approx(0.95));
@@ -149,6 +150,16 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     CHECK(v3.kvBlocks < v2.kvBlocks); // 10 % of the total is more than 10 % of what is left
     // The warm-up prefill prices its activations and its prefill_logprobs logits.
     CHECK(item(v2.overheads, "warmup_logits") == 4096ull * 128'256 * 4);
+    // 2.x launcher defaults (launcher/src/main.rs v2.0.4): positions min(131,072, 4,096) = 4,096,
+    // max-input-tokens 4,095, the warm-up prefill 4,095 + 50 = 4,145 tokens; a given
+    // max-input-tokens moves the prefill with it, and one at or above max-total-tokens is refused.
+    const PlanResult d2 = plan(request(set, "tgi@2.4.1"));
+    CHECK(setting(d2, "max-input-tokens") == 4095);
+    CHECK(setting(d2, "max-batch-prefill-tokens") == 4145);
+    CHECK(item(d2.overheads, "warmup_logits") == 4145ull * 128'256 * 4);
+    CHECK(setting(plan(request(set, "tgi@2.4.1", {{"max-input-tokens", "1024"}})), "max-batch-prefill-tokens") == 1074);
+    PlanRequest bad = request(set, "tgi@2.4.1", {{"max-input-tokens", "9000"}});
+    CHECK_FALSE(makePlan(bad).has_value());
     // The attention backend sets the block size.
     CHECK(plan(request(set, "tgi", {{"ATTENTION", "flashinfer"}})).paging.blockTokens == 1);
     CHECK(plan(request(set, "tgi", {{"ATTENTION", "flashdecoding"}})).paging.blockTokens == 256);

@@ -15,6 +15,11 @@
 // - Ollama, docs/faq.md and envconfig/config.go (github.com/ollama/ollama): OLLAMA_NUM_PARALLEL,
 //   OLLAMA_CONTEXT_LENGTH, OLLAMA_FLASH_ATTENTION, OLLAMA_KV_CACHE_TYPE {f16,q8_0,q4_0}; the
 //   Modelfile parameter num_ctx (docs/modelfile.md).
+// - TGI, launcher/src/main.rs (huggingface/text-generation-inference v3.0.0): --max-total-tokens,
+//   --max-input-tokens, --max-batch-prefill-tokens, --max-concurrent-requests, --cuda-memory-fraction,
+//   --kv-cache-dtype {fp8_e4m3fn,fp8_e5m2}, --num-shard.
+// - TensorRT-LLM, tensorrt_llm/commands/serve.py (trtllm-serve): --max_batch_size, --max_seq_len,
+//   --max_num_tokens, --kv_cache_free_gpu_memory_fraction, --tp_size, --pp_size.
 
 #include "tst_reportutil.h"
 
@@ -23,6 +28,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -36,7 +42,14 @@ const std::map<LaunchEngine, std::set<std::string>> kDocumented = {
      {"--max-model-len", "--max-num-seqs", "--gpu-memory-utilization", "--kv-cache-dtype", "--tensor-parallel-size",
       "--pipeline-parallel-size"}},
     {LaunchEngine::LlamaCpp, {"-c", "-np", "-ngl", "-ctk", "-ctv", "-fa"}},
-    {LaunchEngine::SgLang, {"--context-length", "--max-running-requests", "--mem-fraction-static", "--kv-cache-dtype", "--tp-size"}},
+    {LaunchEngine::SgLang,
+     {"--context-length", "--max-running-requests", "--mem-fraction-static", "--kv-cache-dtype", "--tp-size",
+      "--chunked-prefill-size", "--cuda-graph-max-bs", "--max-total-tokens", "--page-size"}},
+    {LaunchEngine::Tgi,
+     {"--max-total-tokens", "--max-input-tokens", "--max-batch-prefill-tokens", "--max-concurrent-requests",
+      "--cuda-memory-fraction", "--kv-cache-dtype", "--num-shard"}},
+    {LaunchEngine::TensorRtLlm,
+     {"--max_batch_size", "--max_seq_len", "--max_num_tokens", "--kv_cache_free_gpu_memory_fraction", "--tp_size", "--pp_size"}},
     {LaunchEngine::Ollama, {"OLLAMA_NUM_PARALLEL", "OLLAMA_CONTEXT_LENGTH", "OLLAMA_FLASH_ATTENTION", "OLLAMA_KV_CACHE_TYPE", "num_ctx"}},
 };
 
@@ -160,6 +173,30 @@ TEST_CASE("a context that does not fit is lowered to the most that fits for the 
     CHECK(one.point.contextTokens <= 131072);
 }
 
+TEST_CASE("TGI and TensorRT-LLM launch flags carry the plan's sizing settings", "[launchflags]")
+{
+    // TGI 2.x: the launcher's defaults priced by the plan (max-input-tokens 4,095, prefill 4,145).
+    const LaunchFlags tgi = flagsFor("tgi@2.4", 8, 4096);
+    checkDocumented(tgi);
+    CHECK(tgi.command.rfind("text-generation-launcher --model-id ", 0) == 0);
+    CHECK(value(tgi, "--max-total-tokens") == "4096");
+    CHECK(value(tgi, "--max-input-tokens") == "4095");
+    CHECK(value(tgi, "--max-batch-prefill-tokens") == "4145");
+    CHECK(value(tgi, "--max-concurrent-requests") == "8");
+    // TensorRT-LLM: the build limits and the KV share; KvCacheConfig fields in the YAML note.
+    PlanRequest r = test::profileRequest("llama-3.1-8b", "int4-g128", "rtx-4090", "tensorrt-llm", 8, 4096, "fp16");
+    r.engineSettings = {{"max_tokens", "50000"}, {"tokens_per_block", "64"}};
+    auto trt = launchFlags(r, test::planOf(r));
+    REQUIRE(trt);
+    checkDocumented(*trt);
+    CHECK(value(*trt, "--max_seq_len") == "4096");
+    CHECK(value(*trt, "--max_batch_size") == "8");
+    CHECK(value(*trt, "--kv_cache_free_gpu_memory_fraction") == "0.90");
+    CHECK(std::any_of(trt->notes.begin(), trt->notes.end(), [](const std::string& n) {
+        return n.find("kv_cache_config: { tokens_per_block: 64, max_tokens: 50000 }") != std::string::npos;
+    }));
+}
+
 TEST_CASE("launch flags refuse what the engine cannot do", "[launchflags]")
 {
     const auto error = [](const std::string& engine, const std::string& kv, const std::string& model = "llama-3.1-8b",
@@ -173,6 +210,6 @@ TEST_CASE("launch flags refuse what the engine cannot do", "[launchflags]")
     CHECK_THAT(error("vllm", "q8_0"), Catch::Contains("vLLM has no 'q8_0'"));
     CHECK_THAT(error("sglang", "q4_0"), Catch::Contains("SGLang has no"));
     CHECK_THAT(error("ollama", "fp8"), Catch::Contains("Ollama has no"));
-    CHECK_THAT(error("tgi", "fp16"), Catch::Contains("no launch flags for engine 'tgi'"));
+    CHECK_THAT(error("tgi", "q8_0"), Catch::Contains("TGI has no 'q8_0' KV cache"));
     CHECK_THAT(error("vllm", "fp16", "llama-2-70b", "fp16", "rtx-4060"), Catch::Contains("nothing to launch"));
 }

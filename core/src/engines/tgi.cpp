@@ -14,7 +14,12 @@
 //   - the warm-up blocks are allocated before free memory is read and added back, so they cancel;
 //   - max batch total tokens = num_blocks x BLOCK_SIZE; BLOCK_SIZE 16 (paged attention), 256
 //     (flashdecoding), 1 (flashinfer) (models/globals.py);
-//   - CUDA graphs are captured after the blocks are allocated.
+//   - CUDA graphs are captured after the blocks are allocated;
+//   - 2.x launcher defaults (launcher/src/main.rs, v2.0.4 and v2.2.0): max_position_embeddings =
+//     min(the model's, 4096); max-input-tokens = that - 1; max-total-tokens = that;
+//     max-batch-prefill-tokens = max-input-tokens + 50 ("some edge ... for block_size alignment").
+//     From 3.0 the prefill default is computed from the card (compute_optimal, vram_maximum): the
+//     version's profile default stands in for it.
 
 #include "common.h"
 
@@ -36,9 +41,13 @@ const std::vector<SettingSpec>& tgiSettings()
         makeSpec("max-batch-prefill-tokens", SettingType::Integer, "",
                  "tokens of the warm-up prefill; default: --ubatch, else the version's (profile)", 1, kMaxSequences,
                  {}, {"MAX_BATCH_PREFILL_TOKENS"}),
-        makeSpec("max-total-tokens", SettingType::Integer, "", "input + output tokens per request; default: --context", 1,
+        makeSpec("max-total-tokens", SettingType::Integer, "",
+                 "input + output tokens per request; default: --context, else (2.x) min(model positions, 4096)", 1,
                  kMaxTokens, {}, {"MAX_TOTAL_TOKENS"}),
-        makeSpec("max-input-tokens", SettingType::Integer, "", "prompt tokens per request", 1, kMaxTokens, {},
+        makeSpec("max-input-tokens", SettingType::Integer, "",
+                 "prompt tokens per request; 2.x default min(model positions, 4096) - 1, and the warm-up prefill "
+                 "(max-batch-prefill-tokens) defaults to it + 50 (launcher/src/main.rs)",
+                 1, kMaxTokens, {},
                  {"max-input-length", "MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH"}),
         makeSpec("num-shard", SettingType::Integer, "", "tensor-parallel shards; default: --tp", 1, 1024, {},
                  {"NUM_SHARD"}),
@@ -57,6 +66,13 @@ std::uint64_t blockSizeOf(const std::string& attention)
     return 16;
 }
 
+/// TGI 2.x caps its default context at 4,096 tokens (launcher/src/main.rs v2.0.4
+/// get_max_position_embeddings: "tgi will now set its default to 4096 instead").
+constexpr std::uint64_t kTgi2DefaultContextTokens = 4096;
+
+/// The 2.x launcher's edge of max-batch-prefill-tokens over max-input-tokens.
+constexpr std::uint64_t kTgi2PrefillEdgeTokens = 50;
+
 /// From 3.0 the wiggle room is a share of the total (flash_causal_lm.py warmup, v3.0.0).
 bool wiggleOfTotal(const EnginePolicy& policy)
 {
@@ -73,12 +89,27 @@ public:
         const Architecture& arch = *r.model.architecture;
         const std::string& name = r.engine.name;
         EngineSetup setup = baseSetup(r, arch);
-        auto ctx = reconcileCount(r.contextTokens, "--context", s, "max-total-tokens", name, std::uint64_t{arch.contextLength});
+        // 2.x: the launcher's own defaults from the model's positions, capped at 4,096.
+        const bool launcher2 = !wiggleOfTotal(r.engine);
+        const std::uint64_t positions =
+            launcher2 ? std::min<std::uint64_t>(arch.contextLength, kTgi2DefaultContextTokens) : std::uint64_t{arch.contextLength};
+        auto ctx = reconcileCount(r.contextTokens, "--context", s, "max-total-tokens", name, positions);
         if (!ctx)
             return tl::unexpected(ctx.error());
         setup.contextTokens = ctx->value_or(0);
         setup.contextAsked = r.contextTokens.has_value() || s.given("max-total-tokens");
-        auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "max-batch-prefill-tokens", name, r.engine.ubatchTokens);
+        // max-input-tokens: the launcher's positions - 1, kept below max-total-tokens (TGI refuses
+        // max-input-tokens >= max-total-tokens; a plan at a smaller --context asks for a launch that starts).
+        if (!s.given("max-input-tokens") && launcher2 && setup.contextTokens > 1)
+            s.setDerived(derivedInteger("max-input-tokens", std::min(positions, setup.contextTokens) - 1));
+        if (const auto input = s.integer("max-input-tokens"); input && *input >= setup.contextTokens && s.given("max-input-tokens"))
+            return tl::unexpected(name + ": max-input-tokens " + std::to_string(*input) + " must be below max-total-tokens "
+                                  + std::to_string(setup.contextTokens) + " (launcher/src/main.rs refuses it)");
+        std::optional<std::uint64_t> prefillDefault = r.engine.ubatchTokens;
+        if (launcher2)
+            if (const auto input = s.integer("max-input-tokens"))
+                prefillDefault = *input + kTgi2PrefillEdgeTokens;
+        auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "max-batch-prefill-tokens", name, prefillDefault);
         if (!ub)
             return tl::unexpected(ub.error());
         setup.ubatchTokens = ub->value_or(0);

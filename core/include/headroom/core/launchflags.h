@@ -16,6 +16,11 @@
 /// - Ollama (docs/faq.md, envconfig/config.go): OLLAMA_NUM_PARALLEL, OLLAMA_CONTEXT_LENGTH,
 ///   OLLAMA_FLASH_ATTENTION, OLLAMA_KV_CACHE_TYPE {f16,q8_0,q4_0}, and the model parameter
 ///   num_ctx (Modelfile `PARAMETER num_ctx N`, API `"options": {"num_ctx": N}`).
+/// - TGI `text-generation-launcher` (launcher/src/main.rs): --max-total-tokens, --max-input-tokens,
+///   --max-batch-prefill-tokens, --cuda-memory-fraction, --num-shard, --max-concurrent-requests.
+/// - TensorRT-LLM `trtllm-serve` (tensorrt_llm/commands/serve.py): --max_batch_size, --max_seq_len,
+///   --max_num_tokens, --kv_cache_free_gpu_memory_fraction, --tp_size, --pp_size; KvCacheConfig's
+///   max_tokens and tokens_per_block through --extra_llm_api_options (a YAML file).
 
 #include "headroom/core/enginepolicy.h"
 #include "headroom/core/plan.h"
@@ -36,11 +41,13 @@ enum class LaunchEngine {
     LlamaCpp, ///< `llama-server`
     SgLang,   ///< `python -m sglang.launch_server`
     Ollama,   ///< `ollama serve` + the num_ctx model parameter
+    Tgi,      ///< `text-generation-launcher`
+    TensorRtLlm, ///< `trtllm-serve`
 };
 
-/// The launch engine of an engine policy kind; nullopt for TGI, TensorRT-LLM and the flat reserve.
+/// The launch engine of an engine policy kind; nullopt for the flat reserve.
 std::optional<LaunchEngine> launchEngineFor(EngineKind kind);
-/// "vllm", "llama.cpp", "sglang", "ollama".
+/// "vllm", "llama.cpp", "sglang", "ollama", "tgi", "tensorrt-llm".
 const char* launchEngineName(LaunchEngine engine);
 
 /// How a setting reaches the engine.
