@@ -450,6 +450,54 @@ inline void rowsDotQ4_0(const std::uint8_t* const* rows, const std::int8_t* xq, 
         out[r] = hsum(acc[r]) - offset[r];
 }
 
+/// y tile of R q8_0 or q4_0 (@p kQ4) weight rows @p rows x BT activation rows from @p b0, the
+/// register-blocked integer GEMM of B >= 2: each weight block is loaded (and its nibbles
+/// unpacked) once for the BT activation rows, the R x BT fp32 accumulators stay in registers.
+/// Products as rowsDotQ8_0 / rowsDotQ4_0. @p xq, @p xd, @p xSums: the activations [B][K],
+/// [B][blocks] (xSums for q4_0 only); @p out [R][BT].
+template <int R, int BT, bool kQ4>
+inline void gemmTileQ(const std::uint8_t* const* rows, const std::int8_t* xq, const float* xd, const std::int32_t* xSums,
+                      std::uint32_t blocks, std::uint32_t b0, float (*out)[BT]) {
+    const std::uint64_t bytes = kQ4 ? fmt::kQ4_0BlockBytes : fmt::kQ8_0BlockBytes;
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[R][BT];
+    float offset[R][BT] = {};
+    for (int r = 0; r < R; ++r)
+        for (int b = 0; b < BT; ++b)
+            acc[r][b] = _mm256_setzero_ps();
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        __m256i w[R];
+        float d[R];
+        for (int r = 0; r < R; ++r) {
+            const std::uint8_t* blk = rows[r] + i * bytes;
+            d[r] = halfAt(blk);
+            if constexpr (kQ4) {
+                const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+                w[r] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+            } else {
+                w[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+            }
+        }
+        for (int b = 0; b < BT; ++b) {
+            const std::uint64_t at = std::uint64_t{b0 + static_cast<std::uint32_t>(b)} * blocks + i;
+            const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * at));
+            const float dx = xd[at];
+            for (int r = 0; r < R; ++r) {
+                const __m256i products = kQ4 ? _mm256_maddubs_epi16(w[r], x)
+                                             : _mm256_maddubs_epi16(_mm256_sign_epi8(w[r], w[r]), _mm256_sign_epi8(x, w[r]));
+                const __m256i sums = _mm256_madd_epi16(products, ones);
+                acc[r][b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(d[r] * dx), acc[r][b]);
+                if constexpr (kQ4)
+                    offset[r][b] += d[r] * dx * static_cast<float>(8 * xSums[at]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int b = 0; b < BT; ++b)
+            out[r][b] = hsum(acc[r][b]) - offset[r][b];
+}
+
 /// sum_k w_k x_k of a q4_K row with q8_K activations (@p xq, code sums of 16 @p sums16, one
 /// scale per 256 @p xd): per sub-block maddubs(code, x) (codes 0..15 are unsigned) times sc_j in
 /// int32, the minimums as sum_j m_j (sums16[2j] + sums16[2j+1]).
@@ -657,6 +705,44 @@ void rowsDotGgmlAvx2(fmt::QuantType type, const std::uint8_t* const* rows, int c
 }
 #endif
 
+#if HEADROOM_CPU_X86
+/// Rows [begin, end) of y = x W^T for q8_0/q4_0 weights and B >= 2: tiles of 2 weight rows x 4
+/// activation rows (avx2::gemmTileQ), with 1-row and 1-batch-row tiles for the remainders.
+void gemmGgmlAvx2(const GemvArgs& args, const BlockActivations& a, std::uint64_t begin, std::uint64_t end) {
+    constexpr int R = 2, BT = 4;
+    const WeightMatrix& w = args.weights;
+    const bool q4 = w.layout.type == fmt::QuantType::Q4_0;
+    const std::uint64_t stride = fmt::rowBytes(w.layout, w.cols);
+    const std::int32_t* sums = a.sums32.empty() ? nullptr : a.sums32.data();
+    for (std::uint64_t n0 = begin; n0 < end; n0 += R) {
+        const int count = static_cast<int>(std::min<std::uint64_t>(R, end - n0));
+        const std::uint8_t* rows[R];
+        for (int r = 0; r < count; ++r)
+            rows[r] = w.data + (n0 + static_cast<std::uint64_t>(r)) * stride;
+        std::uint32_t b0 = 0;
+        for (; b0 < args.batch; b0 += BT) {
+            const std::uint32_t tile = std::min<std::uint32_t>(BT, args.batch - b0);
+            float out[R][BT];
+            if (tile == BT && count == R) {
+                if (q4) avx2::gemmTileQ<R, BT, true>(rows, a.q.data(), a.d.data(), sums, a.blocksPerRow, b0, out);
+                else avx2::gemmTileQ<R, BT, false>(rows, a.q.data(), a.d.data(), sums, a.blocksPerRow, b0, out);
+            } else {
+                for (int r = 0; r < count; ++r)
+                    for (std::uint32_t b = 0; b < tile; ++b) {
+                        float one[1][1];
+                        if (q4) avx2::gemmTileQ<1, 1, true>(rows + r, a.q.data(), a.d.data(), sums, a.blocksPerRow, b0 + b, one);
+                        else avx2::gemmTileQ<1, 1, false>(rows + r, a.q.data(), a.d.data(), sums, a.blocksPerRow, b0 + b, one);
+                        out[r][b] = one[0][0];
+                    }
+            }
+            for (int r = 0; r < count; ++r)
+                for (std::uint32_t b = 0; b < tile; ++b)
+                    storeOutput(args, std::uint64_t{b0 + b} * w.rows + n0 + static_cast<std::uint64_t>(r), out[r][b]);
+        }
+    }
+}
+#endif
+
 /// y = x W^T for GGML block weights: with quantized activations the integer block dots (AVX2 or
 /// the scalar fallback), each weight row read once for all B activation rows; without, every
 /// row dequantized to fp32 and dotted with the fp32 x (the reference's arithmetic, reordered).
@@ -684,6 +770,10 @@ void gemvGgml(const GemvArgs& args, const float* xNat, bool useAvx2, CpuOptions 
     const BlockActivations a = quantizeBlockActivations(xNat, args.batch, K, type);
     detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
 #if HEADROOM_CPU_X86
+        if (useAvx2 && args.batch >= 2 && (type == fmt::QuantType::Q8_0 || type == fmt::QuantType::Q4_0)) {
+            gemmGgmlAvx2(args, a, begin, end);
+            return;
+        }
         if (useAvx2) {
             for (std::uint64_t n0 = begin; n0 < end; n0 += kGgmlRowTile) {
                 const int count = static_cast<int>(std::min<std::uint64_t>(kGgmlRowTile, end - n0));
