@@ -8,7 +8,8 @@
 # 2. per file and thread count, Headroom's timing probe runs that file's decode step as stored
 #    (the GGML q8_0/q4_0 block kernels) and calibrates the speed model: its decode bandwidth is
 #    the batch-1 step's bytes / measured time (headroom-cli probe --probes timing, field
-#    calibrated_bandwidth_gbps); the one-thread row runs the probe under `taskset -c 0`;
+#    calibrated_bandwidth_gbps); the one-thread rows run both the probe and llama.cpp under
+#    `taskset -c 0` (the CPU kernels take their thread count from the affinity mask);
 # 3. Headroom predicts batch-1 decode tokens/s for the file at that calibrated bandwidth (the core
 #    roofline, speed/roofline.h, with the file's exact tensor bytes);
 # 4. decode.mjs measures llama.cpp's decode with 1 thread and with every thread (median of RUNS);
@@ -43,7 +44,8 @@ for f in "${files[@]}"; do
     gbps=$(calibrated "$f" "$t")
     predicted=$("$build/bin/bench_peer_models" predict "$f" "$gbps" 16 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).predicted_tokens_per_s))')
     r=$runs; [ "$t" = 1 ] || r=$runsAll
-    measured=$(node "$here/decode.mjs" "$r" "$t" "$f" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).decode_tokens_per_s))')
+    pin=(); if [ "$t" = 1 ] && command -v taskset >/dev/null; then pin=(taskset -c 0); fi
+    measured=$(${pin[@]+"${pin[@]}"} node "$here/decode.mjs" "$r" "$t" "$f" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).decode_tokens_per_s))')
     node -e 'const [f,t,g,p,m]=process.argv.slice(1);console.log(f.padEnd(26),t.padStart(8),Number(g).toFixed(3).padStart(14),Number(p).toFixed(2).padStart(10),Number(m).toFixed(2).padStart(12),(Number(p)/Number(m)).toFixed(2).padStart(8))' \
       "$(basename "$f")" "$t" "$gbps" "$predicted" "$measured"
   done

@@ -7,7 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "kvaccess.h"
 #include "parallel.h"
@@ -574,6 +579,16 @@ inline float rowDotQ6_K(const std::uint8_t* row, const std::int8_t* xq, const st
 } // namespace avx2
 #pragma GCC pop_options
 #endif
+
+unsigned cpuThreads() {
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return static_cast<unsigned>(CPU_COUNT(&set));
+#endif
+    return std::max(1u, std::thread::hardware_concurrency());
+}
 
 bool cpuUsesAvx2() {
 #if HEADROOM_CPU_X86

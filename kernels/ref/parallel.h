@@ -6,11 +6,14 @@
 #include <thread>
 #include <vector>
 
+#include "headroom/kernels/cpukernels.h"
+
 namespace headroom::kernels::detail {
 
-/// Worker count for @p requested (0 = hardware concurrency), at most @p work items.
+/// Worker count for @p requested (0 = cpuThreads(): the CPUs this process may run on), at most
+/// @p work items.
 inline unsigned workerCount(unsigned requested, std::uint64_t work) {
-    unsigned threads = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
+    unsigned threads = requested ? requested : cpuThreads();
     return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(threads, work)));
 }
 

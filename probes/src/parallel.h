@@ -6,12 +6,14 @@
 #include <thread>
 #include <vector>
 
+#include "headroom/kernels/cpukernels.h"
+
 namespace headroom::probes::detail {
 
-/// Threads the CPU backend uses: std::thread::hardware_concurrency(), at least 1.
+/// Threads the CPU backend uses: the CPUs this process may run on (kernels::cpuThreads()).
 inline unsigned hostThreads()
 {
-    return std::max(1u, std::thread::hardware_concurrency());
+    return kernels::cpuThreads();
 }
 
 /// Calls @p fn(begin, end) on [0, bytes) split into one 4 KiB-aligned chunk per thread.

@@ -12,9 +12,13 @@
 
 namespace headroom::kernels {
 
+/// CPUs this process may run on: the affinity mask's count (sched_getaffinity, so `taskset -c 0`
+/// means 1), else std::thread::hardware_concurrency(); at least 1.
+unsigned cpuThreads();
+
 /// Options of the fast CPU kernels.
 struct CpuOptions {
-    unsigned threads = 0;   ///< worker threads; 0 = std::thread::hardware_concurrency()
+    unsigned threads = 0;   ///< worker threads; 0 = cpuThreads()
     bool portable = false;  ///< use the portable loops even where AVX2/FMA/F16C exist (tests both)
     /// B = 1 GEMVs of int8/int4 codes (scale territories of whole 32-column blocks) run on the
     /// integer codes with x quantized per 32 columns to int8 (d = max|x| / 127, as ggml's q8_0
