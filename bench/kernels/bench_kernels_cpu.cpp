@@ -1,5 +1,5 @@
 // CPU kernel benchmarks: GEMV per weight format on Llama-3-8B's MLP shape 4096 -> 14336
-// (K = 4096, N = 14336) as a fraction of C_read, the multi-threaded read-only streaming bandwidth
+// (K = 4096, N = 14336) and Qwen2.5-0.5B's 896 -> 4864, as a fraction of C_read, the multi-threaded read-only streaming bandwidth
 // measured in the same run over a buffer of at least 4x the last-level cache (gpus.md §6.5).
 // Bytes are counted as Marlin does: weights + scales + activations + output.
 
@@ -24,8 +24,14 @@ namespace {
 namespace fmt = headroom::formats;
 namespace hk = headroom::kernels;
 
-constexpr std::uint32_t kRows = 14336; // N, output features
-constexpr std::uint32_t kCols = 4096;  // K, input features
+/// A GEMV shape: K input features -> N output features.
+struct Shape {
+    std::uint32_t cols; ///< K
+    std::uint32_t rows; ///< N
+    const char* name;
+};
+/// Llama-3-8B's MLP up projection and Qwen2.5-0.5B's (the bench/peer models' shapes).
+constexpr Shape kShapes[] = {{4096, 14336, "4096x14336"}, {896, 4864, "896x4864"}};
 
 /// Last-level cache bytes: the larger of what sysconf and a 32 MiB floor say (VMs often
 /// report the host's L3, or nothing).
@@ -83,16 +89,19 @@ double readBandwidth() {
     return measured;
 }
 
-const std::vector<float>& weights() {
-    static const std::vector<float> w = [] {
-        std::vector<float> v(std::uint64_t{kRows} * kCols);
+/// N(0, 0.02) weights of shape @p s, seeded.
+const std::vector<float>& weights(int s) {
+    static std::map<int, std::vector<float>> cache;
+    auto it = cache.find(s);
+    if (it == cache.end()) {
+        std::vector<float> v(std::uint64_t{kShapes[s].rows} * kShapes[s].cols);
         std::mt19937 rng(42);
         std::normal_distribution<float> dist(0.0f, 0.02f);
         for (float& x : v)
             x = dist(rng);
-        return v;
-    }();
-    return w;
+        it = cache.emplace(s, std::move(v)).first;
+    }
+    return it->second;
 }
 
 enum class Format { Fp16, Int8Tensor, Int8Row, Int8G128, Int4Tensor, Int4Row, Int4G128, Nf4B64, Int8G32, Int4G32,
@@ -119,11 +128,11 @@ fmt::QuantLayout layoutOf(Format f) {
     return fmt::fp16Layout();
 }
 
-const hk::QuantizedMatrix& matrix(Format f) {
-    static std::map<Format, hk::QuantizedMatrix> cache;
-    auto it = cache.find(f);
+const hk::QuantizedMatrix& matrix(Format f, int s) {
+    static std::map<std::pair<Format, int>, hk::QuantizedMatrix> cache;
+    auto it = cache.find({f, s});
     if (it == cache.end())
-        it = cache.emplace(f, hk::quantizeMatrix(weights().data(), kRows, kCols, layoutOf(f))).first;
+        it = cache.emplace(std::pair{f, s}, hk::quantizeMatrix(weights(s).data(), kShapes[s].rows, kShapes[s].cols, layoutOf(f))).first;
     return it->second;
 }
 
@@ -135,18 +144,19 @@ void BM_ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadBandwidth)->Iterations(1);
 
-/// Args: format, batch B, threads (0 = all).
+/// Args: format, batch B, threads (0 = all), shape (index into kShapes).
 void BM_Gemv(benchmark::State& state) {
     const auto format = static_cast<Format>(state.range(0));
     const auto batch = static_cast<std::uint32_t>(state.range(1));
     const auto threads = static_cast<unsigned>(state.range(2));
+    const int shape = static_cast<int>(state.range(3));
     const double cRead = readBandwidth();
-    const hk::QuantizedMatrix& m = matrix(format);
-    std::vector<std::uint16_t> x(std::uint64_t{batch} * kCols);
+    const hk::QuantizedMatrix& m = matrix(format, shape);
+    std::vector<std::uint16_t> x(std::uint64_t{batch} * kShapes[shape].cols);
     std::mt19937 rng(7);
     for (auto& v : x)
         v = fmt::floatToHalf(std::normal_distribution<float>(0.0f, 1.0f)(rng));
-    std::vector<float> y(std::uint64_t{batch} * kRows);
+    std::vector<float> y(std::uint64_t{batch} * kShapes[shape].rows);
     const hk::GemvArgs args{m.view(), x.data(), batch, y.data(), hk::OutputType::Fp32};
     for (auto _ : state) {
         if (hk::gemvCpu(args, {threads}) != hk::Status::Ok)
@@ -228,16 +238,27 @@ void registerAll() {
         benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") + (paged ? "paged" : "contiguous")).c_str(),
                                      BM_Attention)
             ->Args({32768, paged, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+    const auto gemv = [](int f, int batch, int threads, int shape) {
+        std::string name = std::string("BM_Gemv/") + kFormatNames[f] + "/" + kShapes[shape].name + "/B" + std::to_string(batch);
+        if (threads == 1)
+            name += "/threads1";
+        benchmark::RegisterBenchmark(name.c_str(), BM_Gemv)
+            ->Args({f, batch, threads, shape})->Unit(benchmark::kMillisecond)->UseRealTime();
+    };
     for (int f = 0; f <= static_cast<int>(Format::Q6_K); ++f)
-        benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1").c_str(), BM_Gemv)
-            ->Args({f, 1, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+        gemv(f, 1, 0, 0);
     for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int4G128), static_cast<int>(Format::Q8_0),
                   static_cast<int>(Format::Q4_0)}) {
-        benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B16").c_str(), BM_Gemv)
-            ->Args({f, 16, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
-        benchmark::RegisterBenchmark((std::string("BM_Gemv/") + kFormatNames[f] + "/4096x14336/B1/threads1").c_str(), BM_Gemv)
-            ->Args({f, 1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+        gemv(f, 16, 0, 0);
+        gemv(f, 1, 1, 0);
     }
+    // Qwen2.5-0.5B's MLP (K = 896: whole q8_0/q4_0 blocks, not whole q4_K/q6_K super-blocks).
+    for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int8G32), static_cast<int>(Format::Int4G32),
+                  static_cast<int>(Format::Int4G128), static_cast<int>(Format::Q8_0), static_cast<int>(Format::Q4_0)}) {
+        gemv(f, 1, 0, 1);
+        gemv(f, 1, 1, 1);
+    }
+    gemv(static_cast<int>(Format::Q4_0), 16, 0, 1);
 }
 
 } // namespace
