@@ -179,13 +179,29 @@ const char* launchFlagKindName(LaunchFlagKind kind)
     return "?";
 }
 
+namespace {
+
+// The largest context per user the plan itself computed: its max context for its users (already
+// capped at the trained context), or, for a context-only question (one user), its max resident
+// tokens capped the same way. Only a plan that carries neither (users not asked, more than one
+// sequence) is sized here, by the same capacity rule the planner uses.
+std::uint64_t mostContextTokens(const PlanResult& plan, std::uint64_t users)
+{
+    if (plan.maxContext)
+        return *plan.maxContext;
+    std::uint64_t most = users == 1 ? plan.maxResidentTokens : maxContextTokens(plan.pool(), users);
+    if (plan.modelContextTokens > 0)
+        most = std::min(most, plan.modelContextTokens);
+    return most;
+}
+
+} // namespace
+
 tl::expected<LaunchPoint, std::string> launchPoint(const PlanResult& plan)
 {
     LaunchPoint point;
     point.users = std::max<std::uint64_t>(plan.users, 1);
-    std::uint64_t most = maxContextTokens(plan.pool(), point.users);
-    if (plan.modelContextTokens > 0)
-        most = std::min(most, plan.modelContextTokens);
+    std::uint64_t most = mostContextTokens(plan, point.users);
     if (most == 0)
         return tl::unexpected("nothing to launch: " + std::to_string(point.users) + " user(s) do not fit on " + plan.cardId
                               + " (" + plan.reason + ")");

@@ -75,8 +75,10 @@ struct LaunchPoint {
     bool lowered = false;            ///< the plan's context did not fit and was lowered
 };
 
-/// The launch point of @p plan: its users, at its context or at the largest context that fits for
-/// them (capped at the model's trained context). Error when not even one block per user fits.
+/// The launch point of @p plan: its users, at its context or, when that does not fit, at the plan's
+/// own max context for them (PlanResult::maxContext; for one user its max resident tokens), capped
+/// at the model's trained context. Never a default of its own: `flags` and `plan` print the same
+/// users and context. Error when not even one block per user fits.
 tl::expected<LaunchPoint, std::string> launchPoint(const PlanResult& plan);
 
 /// The flags of one engine for one plan.
