@@ -165,6 +165,39 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     CHECK(plan(request(set, "tgi", {{"ATTENTION", "flashdecoding"}})).paging.blockTokens == 256);
 }
 
+TEST_CASE("TGI 3.x: the launcher computes max-batch-prefill-tokens from the card and the model", "[engines][tgi]")
+{
+    const ProfileSet set = builtin();
+    const auto onCard = [&](const std::string& engine, const char* cardName, std::uint64_t totalBytes,
+                            std::vector<EngineSetting> settings = {}) {
+        PlanRequest r = request(set, engine, std::move(settings));
+        r.card.name = cardName;
+        r.card.totalBytes = Bytes{totalBytes};
+        return setting(plan(r), "max-batch-prefill-tokens");
+    };
+    // launcher/src/main.rs v3.0.0 Config::flop for Llama-3.1-8B, per token: 32 layers x
+    // (2 x 4,096 x 128 x (3 x 32 + 2 x 8) + 2 x 3 x 4,096 x 14,336) = 15,032,385,536 FLOP;
+    // compute_optimal = card f16 FLOP/s / that: H100 900e12 -> 59,870; A100 312e12 -> 20,755;
+    // L4 121e12 -> 8,049 (below the 131,072 positions and the vram_maximum of each card).
+    CHECK(onCard("tgi@3.3.7", "NVIDIA H100 80GB HBM3", 85'019'590'656ull) == 59870);
+    CHECK(onCard("tgi@3.0.2", "NVIDIA A100-SXM4-80GB", 85'092'990'976ull) == 20755);
+    CHECK(onCard("tgi@3.3.7", "NVIDIA L4", 23'649'583'104ull) == 8049);
+    // Two shards double the card's FLOP/s: 2 x 900e12 / 15,032,385,536 = 119,741.
+    CHECK(onCard("tgi@3.3.7", "NVIDIA H100 80GB HBM3", 85'019'590'656ull, {{"num-shard", "2"}}) == 119741);
+    // The H200 entered the table in 3.1: 989e12 -> 65,791; 3.0 does not know it and keeps 4,096.
+    CHECK(onCard("tgi@3.1.0", "NVIDIA H200", 150'109'880'320ull) == 65791);
+    CHECK(onCard("tgi@3.0.2", "NVIDIA H200", 150'109'880'320ull) == 4096);
+    // The table's "nvidia-4090" never matches nvidia-smi's "NVIDIA GeForce RTX 4090": 4,096.
+    CHECK(onCard("tgi@3.3.7", "NVIDIA GeForce RTX 4090", kCard) == 4096);
+    // vram_maximum caps it: 16 GiB x 0.95 (f32: 16,320,875,520 B) - model_vram 14,449,770,496 B
+    // (2 B x (32 x 192,944,128 + 2 x 4,096 x 128,256)) leaves 1,871,105,024 B, over 260,096 B a
+    // token (KV 131,072 + MLP (14,336 + 7,168) x 2 x 3) = 7,193 tokens < 8,049.
+    CHECK(onCard("tgi@3.3.7", "NVIDIA L4", 16ull << 30) == 7193);
+    // A given value and --ubatch win; 2.x keeps max-input-tokens + 50.
+    CHECK(onCard("tgi@3.3.7", "NVIDIA H100 80GB HBM3", 85'019'590'656ull, {{"max-batch-prefill-tokens", "2048"}}) == 2048);
+    CHECK(onCard("tgi@2.4.1", "NVIDIA H100 80GB HBM3", 85'019'590'656ull) == 4145);
+}
+
 TEST_CASE("TensorRT-LLM: the build limits size the engine, the KV cache takes a share of what is left", "[engines][tensorrt-llm]")
 {
     const ProfileSet set = builtin();

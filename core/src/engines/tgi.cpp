@@ -18,13 +18,16 @@
 //   - 2.x launcher defaults (launcher/src/main.rs, v2.0.4 and v2.2.0): max_position_embeddings =
 //     min(the model's, 4096); max-input-tokens = that - 1; max-total-tokens = that;
 //     max-batch-prefill-tokens = max-input-tokens + 50 ("some edge ... for block_size alignment").
-//     From 3.0 the prefill default is computed from the card (compute_optimal, vram_maximum): the
-//     version's profile default stands in for it.
+//     From 3.0 the prefill default is computed from the card and the model (compute_optimal,
+//     vram_maximum; tgi3PrefillDefault).
 
 #include "common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <optional>
+#include <string>
 
 namespace headroom::engines {
 
@@ -39,7 +42,8 @@ const std::vector<SettingSpec>& tgiSettings()
         makeSpec("TGI_WIGGLE_ROOM", SettingType::Number, "",
                  "share kept for the wiggle room (env, models/globals.py); default: the version's (profile)", 0, 1),
         makeSpec("max-batch-prefill-tokens", SettingType::Integer, "",
-                 "tokens of the warm-up prefill; default: --ubatch, else the version's (profile)", 1, kMaxSequences,
+                 "tokens of the warm-up prefill; default: --ubatch, else 2.x max-input-tokens + 50, 3.x the launcher's "
+                 "compute_optimal from the card and the model, capped by vram_maximum (launcher/src/main.rs)", 1, kMaxSequences,
                  {}, {"MAX_BATCH_PREFILL_TOKENS"}),
         makeSpec("max-total-tokens", SettingType::Integer, "",
                  "input + output tokens per request; default: --context, else (2.x) min(model positions, 4096)", 1,
@@ -79,6 +83,112 @@ bool wiggleOfTotal(const EnginePolicy& policy)
     return compareVersions(appliedEngineVersion(policy), "3.0") >= 0;
 }
 
+/// A card of the 3.x launcher's compute table (launcher/src/main.rs, `impl From<&str> for Gpu` and
+/// ComputeType::f16_flop): its name as the launcher matches it (nvidia-smi's gpu_name, spaces to
+/// '-', lower case), its f16 tensor throughput in 10^12 FLOP/s and the release that added it.
+struct TgiComputeCard {
+    const char* smiName;
+    std::uint64_t f16Tflops;
+    const char* since;
+};
+
+/// The table as written in v3.0.0 and v3.1.0 (unchanged to v3.3.7). "nvidia-4090" and "nvidia-t4"
+/// never match what nvidia-smi prints for those cards ("NVIDIA GeForce RTX 4090", "Tesla T4"), so
+/// there the launcher falls back to 4,096 like any card it does not know.
+constexpr TgiComputeCard kTgiComputeCards[] = {
+    {"nvidia-4090", 82, "3.0"},           {"nvidia-t4", 65, "3.0"},
+    {"nvidia-l4", 121, "3.0"},            {"nvidia-l40", 181, "3.0"},
+    {"nvidia-l40s", 363, "3.0"},          {"nvidia-a10g", 125, "3.0"},
+    {"nvidia-h100-80gb-hbm3", 900, "3.0"}, {"nvidia-a100-sxm4-80gb", 312, "3.0"},
+    {"nvidia-a100", 312, "3.0"},          {"nvidia-a40", 149, "3.1"},
+    {"nvidia-h100-nvl", 900, "3.1"},      {"nvidia-h100", 900, "3.1"},
+    {"nvidia-a100-sxm4-40gb", 312, "3.1"}, {"nvidia-a100-80gb-pcie", 312, "3.1"},
+    {"nvidia-h200", 989, "3.1"},
+};
+
+/// The 3.x launcher's default max-batch-prefill-tokens when it cannot compute one.
+constexpr std::uint64_t kTgi3DefaultPrefillTokens = 4096;
+
+/// The card's name as the launcher compares it (compute_type): nvidia-smi's gpu_name with spaces
+/// as '-', lower case. The card profile's name, less a trailing " (...)" annotation, stands in for
+/// nvidia-smi's.
+std::string launcherCardName(const std::string& profileName)
+{
+    std::string name = profileName.substr(0, profileName.find(" ("));
+    for (char& c : name)
+        c = c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name;
+}
+
+/// ComputeType::f16_flop: the table's throughput x num_shard; none for a card it does not know.
+std::optional<double> launcherCardFlops(const PlanRequest& r, std::uint32_t shards)
+{
+    const std::string name = launcherCardName(r.card.name);
+    for (const TgiComputeCard& c : kTgiComputeCards)
+        if (name == c.smiName && compareVersions(appliedEngineVersion(r.engine), c.since) >= 0)
+            return static_cast<double>(c.f16Tflops) * 1e12 * shards;
+    return std::nullopt;
+}
+
+/// Config::flop of the 3.x launcher: per layer 2 x hidden x head_dim x (3 query heads + 2 KV heads)
+/// (q, attention, o and k, v) + 2 x 3 x hidden x intermediate; times the layers. Dense models only
+/// here (the launcher's MoE key names are not mirrored): none for MoE, as for a VLM.
+std::optional<double> launcherModelFlops(const Architecture& a)
+{
+    if (a.moe.enabled() || a.layers == 0)
+        return std::nullopt;
+    const double hd = static_cast<double>(a.headDim) * static_cast<double>(a.hiddenSize);
+    const double attention = 2.0 * hd * (3.0 * a.attentionHeads + 2.0 * a.kvHeads);
+    const double mlp = 2.0 * 3.0 * static_cast<double>(a.hiddenSize) * static_cast<double>(a.intermediateSize);
+    return (attention + mlp) * a.layers;
+}
+
+/// vram_maximum of the 3.x launcher: (total MiB x num_shard x cuda-memory-fraction x TGI_WIGGLE_ROOM
+/// (its own default 0.95), in f32) - Config::model_vram, over Config::token_vram. model_vram =
+/// 2 B x (layers x ((heads + 2 x kv_heads) x head_dim + heads x head_dim x hidden + 3 x intermediate
+/// x hidden) + 2 x hidden x vocab); token_vram = kv_heads x 2 x head_dim x 2 B x layers + (intermediate
+/// + intermediate / 2) x 2 B x 3. Both are none for a checkpoint with a quantization_config (GPTQ/AWQ,
+/// fp8 here), and then the launcher does not cap the prefill.
+std::optional<std::uint64_t> launcherVramMaximum(const PlanRequest& r, const Architecture& a, const EngineSettings& s,
+                                                 std::uint32_t shards)
+{
+    if (r.format.kind == FormatKind::GptqAwq || r.format.kind == FormatKind::Fp8 || a.moe.enabled())
+        return std::nullopt;
+    const std::uint64_t mib = std::uint64_t{1} << 20;
+    const std::uint64_t total = r.card.totalBytes.value / mib * mib * shards;
+    const float fraction = static_cast<float>(s.number("cuda-memory-fraction").value_or(1.0));
+    const float wiggle = s.given("TGI_WIGGLE_ROOM") ? static_cast<float>(*s.number("TGI_WIGGLE_ROOM")) : 0.95f;
+    const auto available = static_cast<std::uint64_t>(static_cast<float>(total) * fraction * wiggle);
+    const std::uint64_t d = a.headDim;
+    const std::uint64_t layer = (std::uint64_t{a.attentionHeads} + 2 * a.kvHeads) * d
+        + std::uint64_t{a.attentionHeads} * d * a.hiddenSize + 3 * a.intermediateSize * a.hiddenSize;
+    const std::uint64_t model = 2 * (layer * a.layers + 2 * a.hiddenSize * a.vocabSize);
+    const std::uint64_t perToken = std::uint64_t{a.kvHeads} * 2 * d * 2 * a.layers
+        + (a.intermediateSize + a.intermediateSize / 2) * 2 * 3;
+    if (available < model || perToken == 0)
+        return std::nullopt; // "Not enough VRAM to run the model": no cap
+    return (available - model) / perToken;
+}
+
+/// The 3.x launcher's computed max-batch-prefill-tokens (launcher/src/main.rs v3.0.0, main:
+/// `let max_batch_prefill_tokens`): compute_optimal = card f16 FLOP/s over the model's FLOP per
+/// token (kept only above 100), else 4,096; capped at the model's positions; then at vram_maximum.
+std::uint64_t tgi3PrefillDefault(const PlanRequest& r, const Architecture& a, const EngineSettings& s, std::uint32_t shards)
+{
+    std::uint64_t value = kTgi3DefaultPrefillTokens;
+    if (const auto card = launcherCardFlops(r, shards))
+        if (const auto model = launcherModelFlops(a); model && *model > 0) {
+            const auto optimal = static_cast<std::uint64_t>(*card / *model);
+            if (optimal > 100)
+                value = optimal;
+        }
+    if (a.contextLength > 0)
+        value = std::min<std::uint64_t>(value, a.contextLength);
+    if (const auto vram = launcherVramMaximum(r, a, s, shards))
+        value = std::min(value, *vram);
+    return std::max<std::uint64_t>(value, 1);
+}
+
 class TgiEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Tgi; }
@@ -106,9 +216,13 @@ public:
             return tl::unexpected(name + ": max-input-tokens " + std::to_string(*input) + " must be below max-total-tokens "
                                   + std::to_string(setup.contextTokens) + " (launcher/src/main.rs refuses it)");
         std::optional<std::uint64_t> prefillDefault = r.engine.ubatchTokens;
-        if (launcher2)
+        if (launcher2) {
             if (const auto input = s.integer("max-input-tokens"))
                 prefillDefault = *input + kTgi2PrefillEdgeTokens;
+        } else {
+            const auto shards = static_cast<std::uint32_t>(s.integer("num-shard").value_or(std::max<std::uint32_t>(r.tensorParallel, 1)));
+            prefillDefault = tgi3PrefillDefault(r, arch, s, std::max<std::uint32_t>(shards, 1));
+        }
         auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "max-batch-prefill-tokens", name, prefillDefault);
         if (!ub)
             return tl::unexpected(ub.error());
