@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <utility>
 
 namespace headroom {
 
@@ -27,6 +28,30 @@ std::string lower(std::string s)
 }
 
 // The checkpoint argument: the path the model was read from, else $MODEL.
+/// What `vllm serve` needs to load @p formatId weights of @p model (vllm/config/model.py
+/// _verify_quantization, v0.19): a checkpoint with a quantization_config (GPTQ, AWQ, FP8,
+/// compressed-tensors, bitsandbytes) is detected from it and needs no flag (a flag that
+/// disagrees with the config is an error); of a 16-bit checkpoint vLLM quantizes at load only
+/// to FP8 (--quantization fp8, dynamic per-tensor scales) and bitsandbytes 4-bit
+/// (--quantization bitsandbytes, NF4 without double quantization). Returns the flag value
+/// ("" = none) and the note to print.
+std::pair<std::string, std::string> vllmQuantization(const ModelProfile& model, const std::string& formatId)
+{
+    const bool quantized = formatId != "fp16" && formatId != "bf16" && formatId != "fp32";
+    if (!quantized)
+        return {"", ""};
+    const bool checkpointIs = model.defaultFormat == formatId;
+    if (checkpointIs)
+        return {"", "vLLM reads the " + formatId + " quantization from the checkpoint's quantization_config (no --quantization)"};
+    if (formatId == "fp8")
+        return {"fp8", "vLLM quantizes the 16-bit checkpoint to FP8 at load; drop it for a pre-quantized FP8 checkpoint, "
+                       "whose quantization_config vLLM reads"};
+    if (formatId == "nf4-bnb")
+        return {"bitsandbytes", "vLLM quantizes the 16-bit checkpoint to bitsandbytes NF4 at load"};
+    return {"", "vLLM cannot quantize to " + formatId
+                    + " at load: MODEL must be a pre-quantized checkpoint, whose quantization_config vLLM reads"};
+}
+
 std::string modelArgument(const ModelProfile& model, bool wantGguf)
 {
     const std::filesystem::path p(model.id);
@@ -246,6 +271,11 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         add("--tensor-parallel-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
         if (plan.pipelineParallel > 1)
             add("--pipeline-parallel-size", std::to_string(plan.pipelineParallel), arg, "pipeline stages");
+        const auto [quantization, quantNote] = vllmQuantization(request.model, plan.formatId);
+        if (!quantization.empty())
+            add("--quantization", quantization, arg, quantNote);
+        else if (!quantNote.empty())
+            out.notes.push_back(quantNote);
         out.command = commandLine("vllm serve " + shellWord(modelArgument(request.model, false)), out.flags);
         break;
     }
@@ -380,8 +410,11 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         break;
     }
     }
+    const bool quantizesAtLoad = std::any_of(out.flags.begin(), out.flags.end(),
+                                             [](const LaunchFlag& f) { return f.name == "--quantization"; });
     if (*engine != LaunchEngine::LlamaCpp && modelArgument(request.model, false) == "$MODEL")
-        out.notes.push_back("set MODEL to the " + request.model.id + " checkpoint in " + plan.formatId + " weights");
+        out.notes.push_back("set MODEL to the " + request.model.id + " checkpoint in "
+                            + (quantizesAtLoad ? request.model.defaultFormat + " weights (vLLM quantizes it)" : plan.formatId + " weights"));
     if (*engine == LaunchEngine::LlamaCpp && modelArgument(request.model, true) == "$MODEL")
         out.notes.push_back("set MODEL to the " + request.model.id + " GGUF file in " + plan.formatId + " weights");
     return out;

@@ -264,7 +264,10 @@ TEST_CASE("engine NAME@VERSION picks the profile covering that release and the p
     CHECK(v0->requestedVersion == "0.6");
     const auto v1 = resolveEngine("vllm@0.8.5", set);
     REQUIRE(v1);
-    CHECK(v1->id == "vllm");
+    CHECK(v1->id == "vllm-0.9"); // V1 before v0.17's sampler change
+    const auto v19 = resolveEngine("vllm@0.19.0", set);
+    REQUIRE(v19);
+    CHECK(v19->id == "vllm");
     const auto current = resolveEngine("vllm", set);
     REQUIRE(current);
     CHECK(current->requestedVersion.empty());

@@ -4,7 +4,8 @@
 // - vLLM, `vllm serve` engine arguments: https://docs.vllm.ai/en/v0.5.3/models/engine_args.html
 //   (--max-model-len, --max-num-seqs, --gpu-memory-utilization, --kv-cache-dtype
 //   {auto,fp8,fp8_e5m2,fp8_e4m3}, --tensor-parallel-size, --pipeline-parallel-size); the same
-//   names in https://docs.vllm.ai/en/v0.9.2/api/vllm/config.html (CacheDType).
+//   names in https://docs.vllm.ai/en/v0.9.2/api/vllm/config.html (CacheDType); --quantization
+//   {..., bitsandbytes, ..., fp8, ...} (the same engine-arguments page).
 // - llama.cpp `llama-server`, tools/server/README.md (github.com/ggml-org/llama.cpp):
 //   "-c, --ctx-size N", "-np, --parallel N", "-ngl, --gpu-layers, --n-gpu-layers N",
 //   "-ctk, --cache-type-k TYPE", "-ctv, --cache-type-v TYPE" (f32, f16, bf16, q8_0, q4_0, q4_1,
@@ -40,7 +41,7 @@ namespace {
 const std::map<LaunchEngine, std::set<std::string>> kDocumented = {
     {LaunchEngine::Vllm,
      {"--max-model-len", "--max-num-seqs", "--gpu-memory-utilization", "--kv-cache-dtype", "--tensor-parallel-size",
-      "--pipeline-parallel-size"}},
+      "--pipeline-parallel-size", "--quantization"}},
     {LaunchEngine::LlamaCpp, {"-c", "-np", "-ngl", "-ctk", "-ctv", "-fa"}},
     {LaunchEngine::SgLang,
      {"--context-length", "--max-running-requests", "--mem-fraction-static", "--kv-cache-dtype", "--tp-size",
@@ -55,6 +56,7 @@ const std::map<LaunchEngine, std::set<std::string>> kDocumented = {
 
 const std::map<std::string, std::set<std::string>> kDocumentedValues = {
     {"--kv-cache-dtype", {"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}},
+    {"--quantization", {"fp8", "bitsandbytes"}},
     {"-ctk", {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}},
     {"-ctv", {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}},
     {"-fa", {"on", "off", "auto"}},
@@ -112,6 +114,48 @@ TEST_CASE("vLLM: --max-model-len, --max-num-seqs, --gpu-memory-utilization, --kv
     CHECK(!f.point.lowered);
 
     CHECK(value(flagsFor("vllm", 4, 8192, "rtx-4090", "fp8"), "--kv-cache-dtype") == "fp8");
+}
+
+TEST_CASE("vLLM: --quantization only where vLLM quantizes a 16-bit checkpoint at load", "[launchflags]")
+{
+    const auto flags = [](const std::string& weights, const std::string& checkpoint) {
+        PlanRequest r = test::profileRequest("llama-3.1-8b", weights, "rtx-4090", "vllm", 4, 8192);
+        r.model.defaultFormat = checkpoint;
+        auto f = launchFlags(r, test::planOf(r));
+        REQUIRE(f);
+        checkDocumented(*f);
+        return *f;
+    };
+    const auto has = [](const LaunchFlags& f, const std::string& name) {
+        return std::any_of(f.flags.begin(), f.flags.end(), [&](const LaunchFlag& x) { return x.name == name; });
+    };
+    const auto notes = [](const LaunchFlags& f) {
+        std::string all;
+        for (const std::string& n : f.notes)
+            all += n + "\n";
+        return all;
+    };
+    // fp8 of the bf16 checkpoint: vLLM's online FP8 quantization.
+    LaunchFlags f = flags("fp8", "bf16");
+    CHECK(value(f, "--quantization") == "fp8");
+    CHECK_THAT(f.command, Catch::Contains("--quantization fp8"));
+    CHECK_THAT(notes(f), Catch::Contains("checkpoint in bf16 weights (vLLM quantizes it)"));
+    // bitsandbytes NF4 in flight.
+    CHECK(value(flags("nf4-bnb", "bf16"), "--quantization") == "bitsandbytes");
+    // GPTQ/AWQ/int4 cannot be made at load: no flag, the checkpoint must carry them.
+    f = flags("int4-g128", "bf16");
+    CHECK_FALSE(has(f, "--quantization"));
+    CHECK_THAT(notes(f), Catch::Contains("pre-quantized checkpoint"));
+    // A pre-quantized checkpoint: vLLM reads its quantization_config; a flag would only risk a mismatch.
+    f = flags("gptq-g128", "gptq-g128");
+    CHECK_FALSE(has(f, "--quantization"));
+    CHECK_THAT(notes(f), Catch::Contains("quantization_config (no --quantization)"));
+    f = flags("fp8", "fp8");
+    CHECK_FALSE(has(f, "--quantization"));
+    // 16-bit weights: nothing to say.
+    f = flags("bf16", "bf16");
+    CHECK_FALSE(has(f, "--quantization"));
+    CHECK_THAT(notes(f), !Catch::Contains("quantiz"));
 }
 
 TEST_CASE("llama.cpp: -c is the total over -np slots; -ngl, -ctk/-ctv, -fa", "[launchflags]")

@@ -5,11 +5,14 @@
 // and the V0 peak_torch_memory of vLLM 0.6.4 (issue 10517).
 
 #include "fixtures.h"
+#include "tst_reportutil.h"
 
 #include "headroom/core/engines/vllmmemory.h"
 #include "headroom/core/profiles.h"
 
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 using namespace headroom;
 using namespace headroom::vllm;
@@ -131,12 +134,75 @@ TEST_CASE("vLLM V0's profile peak is the forward pass of max_model_len tokens", 
     CHECK(rotaryCacheBytes(llama, 2).value == 131'072ull * 128 * 2);
 }
 
-TEST_CASE("vLLM non-torch memory per rank by rule and parallelism", "[vllm]")
+TEST_CASE("vLLM non-torch memory per rank by version and parallelism", "[vllm]")
 {
     const Bytes single{268'435'456};
-    CHECK(nonTorchBytes(ProfilerRule::SnapshotDelta, 1, 1, single) == single);
-    CHECK(gibOf(nonTorchBytes(ProfilerRule::SnapshotDelta, 2, 1, single)) == Approx(2.1).margin(0.005));
-    CHECK(gibOf(nonTorchBytes(ProfilerRule::SnapshotDelta, 4, 1, single)) == Approx(2.1).margin(0.005));
-    CHECK(gibOf(nonTorchBytes(ProfilerRule::SnapshotDelta, 1, 2, single)) == Approx(0.07).margin(0.005));
-    CHECK(nonTorchBytes(ProfilerRule::TotalPeak, 4, 1, single) == single);
+    CHECK(nonTorchBytes("0.19.0", 1, 1, single) == single);
+    CHECK(gibOf(nonTorchBytes("0.19.0", 2, 1, single)) == Approx(2.1).margin(0.005));
+    CHECK(gibOf(nonTorchBytes("0.19.0", 4, 1, single)) == Approx(2.1).margin(0.005));
+    CHECK(gibOf(nonTorchBytes("0.19.0", 1, 2, single)) == Approx(0.07).margin(0.005));
+    CHECK(gibOf(nonTorchBytes("0.11.0", 2, 1, single)) == Approx(0.55).margin(0.005));
+    CHECK(nonTorchBytes("0.11.0", 1, 2, single) == single);
+    CHECK(nonTorchBytes("0.8.5", 4, 1, single) == single); // TotalPeak: the profile's figure
+}
+
+TEST_CASE("vLLM's sampler copies by version: the native sort path before v0.17", "[vllm]")
+{
+    CHECK(samplerExtraBytesPerEntry("0.19.0") == 13);
+    CHECK(samplerExtraBytesPerEntry("0.17.0") == 13);
+    CHECK(samplerExtraBytesPerEntry("0.16.0") == 36);
+    CHECK(samplerExtraBytesPerEntry("0.6.5") == 36);
+    // Printed torch peak increase on one H100, 8,192 tokens / 1,024 rows: Qwen3-14B 5.64 GiB
+    // (v0.15, v0.16) and 2.23 GiB (v0.17, v0.18), llm-d-planner version sweep; Llama-3.1-8B
+    // 4.76 GiB (v0.11, docs/empirical-vllm-memory-results.md of the same repository).
+    ProfileShape s = h100Shape();
+    s.samplerExtraBytes = 36;
+    CHECK(gibOf(profilePeak(model("qwen3-14b"), s).peakBytes()) == Approx(5.64).margin(0.08));
+    CHECK(gibOf(profilePeak(model("llama-3.1-8b"), s).peakBytes()) == Approx(4.76).margin(0.08));
+    s.samplerExtraBytes = 13;
+    CHECK(gibOf(profilePeak(model("qwen3-14b"), s).peakBytes()) == Approx(2.23).margin(0.08));
+}
+
+TEST_CASE("vLLM 0.11 and 0.15-0.18: the KV memory of public runs, from the card and the settings", "[vllm]")
+{
+    // Printed figures without a start-up log to put in the engine-log corpus (whose cases are
+    // parsed as logs): the rows of docs/empirical-vllm-memory-results.md (llm-d-planner commit
+    // e50305a; v0.11.0, --block-size 128 --enable-prefix-caching --gpu-memory-utilization 0.9
+    // --max-model-len 16000, H100 79.18 GiB) and the runs of its vLLM version sweep
+    // (accuracy/results/version-sweep/runs/qwen3-14b-vllm-v0-1X-0--h100-80gb--tp1pp1dp1--8192.json
+    // at commit 3c876c8: Qwen3-14B, utilization 0.95, max_model_len 8192, total 79.19 GiB).
+    // Available KV cache memory within 2 %, as the corpus asks.
+    struct Run {
+        const char* engine;
+        const char* model;
+        const char* weights;
+        std::uint32_t tp;
+        double utilization;
+        std::uint64_t context;
+        std::uint64_t block;
+        double printedKvGib;
+    };
+    const Run runs[] = {
+        {"vllm@0.11.0", "llama-3.1-8b", "bf16", 1, 0.9, 16000, 128, 51.38},
+        {"vllm@0.11.0", "llama-3.3-70b", "fp8", 2, 0.9, 16000, 128, 32.00},
+        {"vllm@0.11.0", "qwen3-0.6b", "bf16", 1, 0.9, 16000, 128, 64.45},
+        {"vllm@0.11.0", "qwen3-32b", "bf16", 1, 0.9, 16000, 128, 4.45},
+        {"vllm@0.11.0", "qwen3-32b", "bf16", 2, 0.9, 16000, 128, 34.49},
+        {"vllm@0.15.0", "qwen3-14b", "bf16", 1, 0.95, 8192, 16, 41.94},
+        {"vllm@0.16.0", "qwen3-14b", "bf16", 1, 0.95, 8192, 16, 41.94},
+        {"vllm@0.17.0", "qwen3-14b", "bf16", 1, 0.95, 8192, 16, 45.34},
+        {"vllm@0.18.0", "qwen3-14b", "bf16", 1, 0.95, 8192, 16, 45.23},
+    };
+    for (const Run& run : runs) {
+        PlanRequest r = test::profileRequest(run.model, run.weights, "h100-sxm", run.engine, 1, run.context, "bf16");
+        if (run.utilization == 0.95)
+            r.card = anonymousCard("79.19GiB", Bytes{85'029'615'043ull}); // total_memory=79.19GiB of the same cluster
+        r.engine.memoryFraction = run.utilization;
+        r.tensorParallel = run.tp;
+        r.engineSettings.push_back({"block-size", std::to_string(run.block)});
+        const PlanResult p = test::planOf(r);
+        const double kv = gibOf(p.kvBudgetBytes);
+        INFO(run.engine << " " << run.model << " tp " << run.tp << ": predicted " << kv << " GiB, printed " << run.printedKvGib);
+        CHECK(std::fabs(kv - run.printedKvGib) / run.printedKvGib <= 0.02);
+    }
 }

@@ -101,6 +101,7 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
     shape.tensorParallel = s.tensorParallel;
     shape.pipelineParallel = s.pipelineParallel;
     shape.activationBytes = act;
+    shape.samplerExtraBytes = vllm::samplerExtraBytesPerEntry(appliedEngineVersion(r.engine));
     const vllm::ProfilePeak peak = vllm::profilePeak(in.arch, shape);
     const bool samplerBinds = peak.samplerBytes.value >= peak.forwardBytes.value;
     out.push_back(item("activation_peak", m.activationPeakBytes.value_or(peak.peakBytes()),
@@ -112,7 +113,7 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
                                  + (samplerBinds ? "sampler" : "forward")));
 
     const Bytes nonTorch = m.runtimeBytes.value_or(
-        vllm::nonTorchBytes(rule, s.tensorParallel, s.pipelineParallel, r.engine.runtimeBytes));
+        vllm::nonTorchBytes(appliedEngineVersion(r.engine), s.tensorParallel, s.pipelineParallel, r.engine.runtimeBytes));
     std::string how;
     if (m.runtimeBytes)
         how = "measured";
@@ -120,9 +121,9 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
         how = "non-torch memory after the profile run, CUDA context included (engine profile)";
     else if (s.tensorParallel > 1)
         how = "non-torch increase of the profile run per rank with TP " + std::to_string(s.tensorParallel)
-            + ": NCCL channels and custom all-reduce buffers (from the printed figures of the v0.19 sweep)";
+            + ": NCCL channels and custom all-reduce buffers (from vLLM's printed figures)";
     else if (s.pipelineParallel > 1)
-        how = "non-torch increase of the profile run per rank with PP (from the printed figures of the v0.19 sweep)";
+        how = "non-torch increase of the profile run per rank with PP (from vLLM's printed figures)";
     else
         how = "non-torch increase of the profile run (engine profile)";
     out.push_back(item("non_torch", nonTorch, how));

@@ -78,7 +78,7 @@ ProfilePeak profilePeak(const Architecture& a, const ProfileShape& s)
     std::uint64_t hidden = mul(add(s.batchedTokens, s.samplerRows), a.hiddenSize);
     if (s.pipelineParallel > 1)
         hidden = add(hidden, mul(2, mul(s.batchedTokens, a.hiddenSize))); // received hidden + residual
-    const std::uint64_t logits = mul(mul(s.samplerRows, a.vocabSize), add(act, 13));
+    const std::uint64_t logits = mul(mul(s.samplerRows, a.vocabSize), add(act, s.samplerExtraBytes));
     p.samplerBytes = Bytes{add(mul(hidden, act), logits)};
     return p;
 }
@@ -89,14 +89,22 @@ Bytes rotaryCacheBytes(const Architecture& a, std::uint32_t activationBytes)
     return Bytes{mul(mul(a.contextLength, rotaryDim), activationBytes)};
 }
 
-Bytes nonTorchBytes(ProfilerRule rule, std::uint32_t tensorParallel, std::uint32_t pipelineParallel, Bytes singleGpuBytes)
+std::uint32_t samplerExtraBytesPerEntry(const std::string& version)
 {
-    if (rule == ProfilerRule::TotalPeak)
+    return atLeast(version, "0.17") ? 13 : 36;
+}
+
+Bytes nonTorchBytes(const std::string& version, std::uint32_t tensorParallel, std::uint32_t pipelineParallel,
+                    Bytes singleGpuBytes)
+{
+    if (profilerRule(version) == ProfilerRule::TotalPeak)
         return singleGpuBytes;
+    const bool current = atLeast(version, "0.17");
+    const auto gib = [](double x) { return Bytes{static_cast<std::uint64_t>(x * static_cast<double>(kGiB))}; };
     if (tensorParallel > 1)
-        return Bytes{static_cast<std::uint64_t>(2.1 * static_cast<double>(kGiB))};
-    if (pipelineParallel > 1)
-        return Bytes{static_cast<std::uint64_t>(0.07 * static_cast<double>(kGiB))};
+        return gib(current ? 2.1 : 0.55);
+    if (pipelineParallel > 1 && current)
+        return gib(0.07);
     return singleGpuBytes;
 }
 

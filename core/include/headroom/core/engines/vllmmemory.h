@@ -65,7 +65,22 @@ struct ProfileShape {
     std::uint32_t tensorParallel = 1; ///< shards the MLP intermediates (not the logits: gathered)
     std::uint32_t pipelineParallel = 1;
     std::uint32_t activationBytes = 2;///< the model dtype: 2 (bf16/fp16), 4 (fp32)
+    /// Sampler bytes per logits entry beyond the model dtype (samplerExtraBytesPerEntry).
+    std::uint32_t samplerExtraBytes = 13;
 };
+
+/// The sampler's bytes per row x vocab entry beyond the model-dtype logits, by version:
+/// - v0.17 on: 13 B, the fp32 copy (4 B, sampler.py) and the top-k/top-p pass over it (9 B:
+///   fp32 masked logits 4 B, probabilities 4 B, a bool mask 1 B; FlashInfer's top-k/top-p
+///   sampler, on by default: v1/sample/ops/topk_topp_sampler.py flashinfer_sampler_supported).
+/// - before (V0 and V1 to v0.16): 36 B, the PyTorch-native path (apply_top_k_top_p: a full sort
+///   of the fp32 logits with int64 indices and its temporaries, the softmax and cumsum of the
+///   sorted values, masks, the scatter back, then the softmax and the exponential noise of
+///   random_sample). The constants are measured, not counted: the torch peak vLLM prints for
+///   Qwen3-14B on one H100 falls from 5.64 GiB (v0.15, v0.16) to 2.23 GiB (v0.17, v0.18) with
+///   nothing else changed (llm-d-planner version sweep), and 36 B fits v0.11's 4.76 GiB for
+///   Llama-3.1-8B and v0.6.5's 1.26 GiB for Llama-3-8B too.
+std::uint32_t samplerExtraBytesPerEntry(const std::string& version);
 
 /// The torch peak increase of a profile run, by phase (bytes per rank).
 struct ProfilePeak {
@@ -76,10 +91,9 @@ struct ProfilePeak {
     Bytes forwardBytes;
     /// After it, on the last stage: the hidden states of every token and of the sampled rows
     /// (kept by profile_run), the hidden + residual received from the previous stage (PP > 1),
-    /// and the logits of samplerRows rows x vocab at (model dtype + 13) B per entry: the
-    /// lm_head output (model dtype), the sampler's fp32 copy (4 B, sampler.py) and the
-    /// top-k/top-p pass over it (9 B: fp32 masked/sorted logits 4 B, probabilities 4 B and a
-    /// bool mask 1 B, v1/sample/ops/topk_topp_sampler.py). With them the peak agrees within
+    /// and the logits of samplerRows rows x vocab at (model dtype + samplerExtraBytes) B per
+    /// entry: the lm_head output (model dtype, kept by _dummy_sampler_run) and the sampler's
+    /// copies (samplerExtraBytesPerEntry). With 13 B the peak agrees within
     /// 0.08 GiB with the torch peak increase vLLM 0.19 prints on H100 for Llama-3.1-8B (bf16,
     /// fp32, TP 1/2/4, PP 2), Qwen2.5-7B and gemma-2-9b (llm-d-planner sweep; tst_vllmmemory.cpp).
     Bytes samplerBytes;
@@ -95,14 +109,17 @@ ProfilePeak profilePeak(const Architecture& arch, const ProfileShape& shape);
 /// took" includes it): 32 MiB for Llama-3.1-8B (131,072 x 128 x 2 B).
 Bytes rotaryCacheBytes(const Architecture& arch, std::uint32_t activationBytes);
 
-/// Non-torch memory the rule subtracts per rank, when no measured figure is given:
+/// Non-torch memory the rule subtracts per rank of @p version, when no measured figure is given:
 /// - SnapshotDelta: what the profile run adds outside torch. One GPU: @p singleGpuBytes (the
-///   profile's runtime_bytes: 0.25 GiB; the v0.19 sweep prints 0.24-0.27 GiB); TP > 1: 2.1 GiB
-///   (NCCL's lazily connected channels and the custom all-reduce buffers, registered on the first
-///   collective of the profile run; priced from the printed figures of the v0.19 H100 sweep,
-///   2.06-2.21 GiB at TP 2 and 4, not derived from the source); PP > 1 alone: 0.07 GiB (printed).
+///   profile's runtime_bytes: 0.25 GiB from v0.17, the v0.19 sweep prints 0.24-0.27 GiB; 0.13 GiB
+///   before, printed by v0.11-v0.17). TP > 1: NCCL's lazily connected channels and the custom
+///   all-reduce buffers, registered on the first collective of the profile run, priced from the
+///   printed figures, not derived from the source: 2.1 GiB from v0.17 (the v0.19 H100 sweep,
+///   2.06-2.21 GiB at TP 2 and 4), 0.55 GiB before (v0.11 at TP 2, 0.54-0.55 GiB). PP > 1 alone
+///   from v0.17: 0.07 GiB (printed); before: @p singleGpuBytes.
 /// - TotalPeak: every non-torch byte after the profile run, the CUDA context included:
 ///   @p singleGpuBytes (the profile's figure) on every rank.
-Bytes nonTorchBytes(ProfilerRule rule, std::uint32_t tensorParallel, std::uint32_t pipelineParallel, Bytes singleGpuBytes);
+Bytes nonTorchBytes(const std::string& version, std::uint32_t tensorParallel, std::uint32_t pipelineParallel,
+                    Bytes singleGpuBytes);
 
 } // namespace headroom::vllm
