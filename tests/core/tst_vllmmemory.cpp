@@ -206,3 +206,19 @@ TEST_CASE("vLLM 0.11 and 0.15-0.18: the KV memory of public runs, from the card 
         CHECK(std::fabs(kv - run.printedKvGib) / run.printedKvGib <= 0.02);
     }
 }
+
+TEST_CASE("vLLM --kv-cache-memory-bytes bypasses the profile; --enforce-eager drops the graph term", "[vllm]")
+{
+    PlanRequest r = test::profileRequest("llama-3.1-8b", "bf16", "h100-sxm", "vllm", 1, 8192, "bf16");
+    r.engineSettings.push_back({"kv-cache-memory-bytes", "10GiB"});
+    PlanResult p = test::planOf(r);
+    CHECK(p.kvBudgetBytes.value == 10 * kGiB);
+    CHECK(p.kvBlocks == 10 * kGiB / (16 * 131'072)); // 5,120 blocks of 16 x 128 KiB
+
+    r = test::profileRequest("llama-3.1-8b", "bf16", "h100-sxm", "vllm", 1, 8192, "bf16");
+    r.measured.cudaGraphBytes = Bytes{kGiB};
+    const Bytes withGraphs = test::planOf(r).kvBudgetBytes;
+    r.engineSettings.push_back({"enforce-eager", "true"});
+    const Bytes eager = test::planOf(r).kvBudgetBytes;
+    CHECK(eager.value - withGraphs.value == kGiB);
+}
