@@ -1,6 +1,7 @@
 #include "catalog.h"
 
 #include "headroom/core/defaults.h"
+#include "headroom/core/enginelog/calibration.h"
 #include "headroom/core/resolve.h"
 
 #include <algorithm>
@@ -132,7 +133,9 @@ tl::expected<PlanRequest, std::string> requestFor(const Catalog& catalog, const 
     // The chosen micro-batch belongs to the chosen engine; a compared engine uses its own.
     if (engineName == selection.engineId)
         r.ubatchTokens = selection.ubatchTokens;
-    return r;
+    // A calibration saved from this card's engine log (the Log panel, headroom-cli log --save)
+    // applies here as in the CLI, and the plan names it.
+    return applySavedCalibration(std::move(r), catalog.profiles().userDir);
 }
 
 tl::expected<PlanResult, std::string> planFor(const Catalog& catalog, const Selection& selection, const std::string& modelId,

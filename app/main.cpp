@@ -1,5 +1,6 @@
 // headroom: the desktop app. What fits on a GPU for LLM inference, and proof on the device.
 
+#include "logpanel.h"
 #include "mainwindow.h"
 #include "probebackend.h"
 #include "theme.h"
@@ -88,7 +89,10 @@ int main(int argc, char** argv)
     const QCommandLineOption cards(QStringLiteral("cards"), QStringLiteral("Cards to show, comma-separated profile ids or sizes "
                                                                            "(rtx-4090,12GiB), instead of the ones chosen last."),
                                    QStringLiteral("LIST"));
-    parser.addOptions({screenshot, size, dark, light, quitAfter, model, profiles, tab, cards});
+    const QCommandLineOption log(QStringLiteral("log"), QStringLiteral("Open an engine's start-up log in the Log panel (with "
+                                                                       "--screenshot, the panel is rendered)."),
+                                 QStringLiteral("FILE"));
+    parser.addOptions({screenshot, size, dark, light, quitAfter, model, profiles, tab, cards, log});
     parser.process(app);
 
     const bool shooting = parser.isSet(screenshot);
@@ -131,6 +135,7 @@ int main(int argc, char** argv)
     headroom::app::MainWindow::Options options;
     options.useSettings = useSettings;
     options.detectGpus = !shooting;
+    options.scanLocalStores = !shooting;
     options.modelArg = parser.value(model).toStdString();
     for (const QString& c : parser.value(cards).split(QLatin1Char(','), Qt::SkipEmptyParts))
         options.cardArgs.push_back(c.trimmed().toStdString());
@@ -150,7 +155,27 @@ int main(int argc, char** argv)
     window.detailTabs()->setCurrentIndex(static_cast<int>(tabIndex));
     window.show();
 
-    if (shooting) {
+    if (parser.isSet(log)) {
+        headroom::app::LogPanel* panel = window.logPanel();
+        if (shooting) {
+            panel->resize(width, height);
+            const QString file = parser.value(screenshot);
+            QObject::connect(panel, &headroom::app::LogPanel::analyzed, panel, [panel, file] {
+                QTimer::singleShot(300, panel, [panel, file] {
+                    const bool ok = headroom::app::saveScreenshot(*panel, file);
+                    if (!ok)
+                        std::fprintf(stderr, "headroom: cannot write %s\n", qPrintable(file));
+                    QCoreApplication::exit(ok ? 0 : 1);
+                });
+            });
+            QTimer::singleShot(20000, &app, [] {
+                std::fprintf(stderr, "headroom: the log was not analysed within 20 s\n");
+                QCoreApplication::exit(1);
+            });
+        }
+        // After the connection: the answer may come within the call.
+        window.openEngineLog(parser.value(log));
+    } else if (shooting) {
         const QString file = parser.value(screenshot);
         // Let layouts and charts settle (and an imported model arrive) before rendering.
         QTimer::singleShot(600, &window, [&window, file] {

@@ -7,6 +7,8 @@
 #include "enginespanel.h"
 #include "formatting.h"
 #include "gpudetector.h"
+#include "localmodelsscanner.h"
+#include "logpanel.h"
 #include "matrixpanel.h"
 #include "modelimporter.h"
 #include "probebackend.h"
@@ -65,6 +67,11 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
 
     m_importer = new ModelImporter(this);
     m_gpus = new GpuDetector(this);
+    m_localModels = new LocalModelsScanner(this);
+    m_log = new LogPanel(m_catalog, this);
+    m_log->setWindowFlag(Qt::Window);
+    m_log->setWindowTitle(QStringLiteral("Engine log - Headroom"));
+    m_log->resize(1280, 800);
 
     if (m_options.useSettings)
         loadSettings();
@@ -109,7 +116,7 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
     m_split->setChildrenCollapsible(false);
     setCentralWidget(m_split);
     buildMenus();
-    statusBar()->showMessage(QStringLiteral("Drop a config.json, a model folder or a .gguf on the window to import it"));
+    statusBar()->showMessage(QStringLiteral("Drop a config.json, a model folder or a .gguf on the window to import it, or an engine's start-up log to compare it"));
 
     connect(m_choices, &ChoicesPanel::changed, this, [this](ChoicesPanel::Change c) { onChoice(static_cast<int>(c)); });
     connect(m_choices, &ChoicesPanel::importFileRequested, this, &MainWindow::openImportDialog);
@@ -134,6 +141,7 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
             return;
         m_catalog.setDetectedCards(cards);
         m_choices->refillCards();
+        m_log->refillCards();
         statusBar()->showMessage(QStringLiteral("Detected %1 GPU(s) on this machine").arg(cards.size()));
     });
 
@@ -144,6 +152,14 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
 
     if (m_options.detectGpus)
         m_gpus->start(m_catalog.profiles());
+    connect(m_localModels, &LocalModelsScanner::found, this, [this](const std::vector<ModelProfile>& models) {
+        for (const ModelProfile& m : models)
+            m_catalog.addImportedModel(m);
+        m_choices->refillModels();
+        m_log->refillModels();
+    });
+    if (m_options.scanLocalStores)
+        m_localModels->scan();
     if (!m_options.modelArg.empty()) {
         if (m_catalog.findModel(m_options.modelArg)) {
             Selection next = selection();
@@ -240,6 +256,15 @@ void MainWindow::buildMenus()
     QAction* folder = file->addAction(QStringLiteral("Import model &folder..."), this, &MainWindow::openImportFolderDialog);
     folder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_I));
     m_recentMenu = file->addMenu(QStringLiteral("&Recent imports"));
+    file->addSeparator();
+    file->addAction(QStringLiteral("Open engine &log..."), this, [this] {
+        m_log->show();
+        m_log->openFileDialog();
+    });
+    file->addAction(QStringLiteral("&Paste engine log"), this, [this] {
+        m_log->show();
+        m_log->pasteFromClipboard();
+    });
     file->addSeparator();
     QAction* report = file->addAction(QStringLiteral("&Export capacity report..."), this, &MainWindow::exportReport);
     report->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -444,8 +469,18 @@ void MainWindow::dropEvent(QDropEvent* event)
     const QList<QUrl> urls = event->mimeData()->urls();
     if (urls.isEmpty() || !urls.front().isLocalFile())
         return;
-    importModel(urls.front().toLocalFile());
+    if (LogPanel::looksLikeEngineLog(urls.front().toLocalFile()))
+        openEngineLog(urls.front().toLocalFile());
+    else
+        importModel(urls.front().toLocalFile());
     event->acceptProposedAction();
+}
+
+void MainWindow::openEngineLog(const QString& path)
+{
+    m_log->show();
+    m_log->raise();
+    m_log->openFile(path);
 }
 
 void MainWindow::showEvent(QShowEvent* event)

@@ -28,6 +28,8 @@ class ChoicesPanel;
 class DetailPanel;
 class EngineComparisonModel;
 class GpuDetector;
+class LocalModelsScanner;
+class LogPanel;
 class MatrixPanel;
 class MemoryBar;
 class ModelImporter;
@@ -43,6 +45,7 @@ public:
     struct Options {
         bool useSettings = true;          ///< restore and save QSettings (off for screenshots and tests)
         bool detectGpus = true;           ///< ask nvidia-smi for this machine's GPUs
+        bool scanLocalStores = false;     ///< list the hub cache, Ollama and LM Studio models in the model picker (the app turns it on)
         std::string modelArg;             ///< --model: a profile id or a path to import
         std::vector<std::string> cardArgs; ///< --cards: profile ids or sizes (12GiB) replacing the chosen cards
         std::shared_ptr<ProbeBackend> probeBackend; ///< default: createProbeBackend()
@@ -97,6 +100,10 @@ public:
     QLabel* detailTitle() const;
     QLabel* detailLimits() const;
     ModelImporter* importer() const { return m_importer; }
+    /// The Log panel (its own window): an engine's start-up log, predicted vs measured, calibrated.
+    LogPanel* logPanel() const { return m_log; }
+    /// Shows the Log panel on @p path.
+    void openEngineLog(const QString& path);
 
 Q_SIGNALS:
     /// After the matrix and the detail were recomputed.
@@ -142,6 +149,8 @@ private:
 
     ModelImporter* m_importer = nullptr;
     GpuDetector* m_gpus = nullptr;
+    LogPanel* m_log = nullptr;
+    LocalModelsScanner* m_localModels = nullptr;
 };
 
 /// Renders @p window at its current size to a PNG; false when it cannot be written.

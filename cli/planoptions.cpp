@@ -80,28 +80,19 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
 namespace {
 
 /// The calibration of --calibration FILE, or the one saved for the request's card and engine.
-tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, PlanRequest r)
+tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, const ProfileSet& profiles, PlanRequest r)
 {
     if (o.calibration == "none" || r.engine.kind == EngineKind::Flat)
         return r;
-    std::optional<LogCalibration> cal;
-    if (!o.calibration.empty()) {
-        auto c = readCalibration(o.calibration);
-        if (!c)
-            return tl::unexpected(c.error());
-        if (c->engine != r.engine.id)
-            return tl::unexpected(o.calibration + ": a calibration of " + c->engine + ", the plan's engine is " + r.engine.id);
-        cal = *c;
-    } else {
-        auto saved = findSavedCalibration(defaultUserProfilesDir(), r.card, r.engine.id);
-        if (!saved)
-            return tl::unexpected(saved.error());
-        cal = *saved;
-    }
-    if (!cal)
-        return r;
-    const bool sameBatch = !r.ubatchTokens || *r.ubatchTokens == cal->ubatchTokens;
-    return sameBatch ? withCalibration(std::move(r), *cal) : r;
+    if (o.calibration.empty())
+        return applySavedCalibration(std::move(r), profiles.userDir);
+    auto c = readCalibration(o.calibration);
+    if (!c)
+        return tl::unexpected(c.error());
+    if (c->engine != r.engine.id)
+        return tl::unexpected(o.calibration + ": a calibration of " + c->engine + ", the plan's engine is " + r.engine.id);
+    const bool sameBatch = !r.ubatchTokens || *r.ubatchTokens == c->ubatchTokens;
+    return sameBatch ? withCalibration(std::move(r), *c) : r;
 }
 
 } // namespace
@@ -185,7 +176,7 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r = withQuestionDefaults(std::move(r));
                 else if (!r.users && !r.contextTokens)
                     r.users = kDefaultUsers;
-                auto calibrated = applyCalibration(o, std::move(r));
+                auto calibrated = applyCalibration(o, profiles, std::move(r));
                 if (!calibrated)
                     return tl::unexpected(calibrated.error());
                 out.push_back(std::move(*calibrated));

@@ -32,3 +32,11 @@ for tab in bill engines probes; do
   shot "$tab-1280x800-light.png" --size 1280x800 --light --tab "$tab"
 done
 shot "engines-1280x800-dark.png" --size 1280x800 --dark --tab engines
+# The Log panel on a corpus log (vLLM 0.19, Llama-3.1-8B on an H100): predicted vs measured and
+# the calibrated what-fits; HOME elsewhere so no local store or saved calibration leaks in.
+logdir=$(mktemp -d)
+log=$logdir/vllm-0.19-llama-3.1-8b-h100-ctx8192.log
+python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["log"]))' \
+  "$root/tests/data/engine-logs/vllm-0.19-llama-3.1-8b-h100-ctx8192.json" > "$log"
+HOME=$logdir shot "log-1280x800-light.png" --size 1280x800 --light --log "$log"
+rm -rf "$logdir"

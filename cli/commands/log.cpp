@@ -7,6 +7,7 @@
 #include "headroom/core/atomicfile.h"
 #include "headroom/core/enginelog/calibration.h"
 #include "headroom/core/enginelog/enginelog.h"
+#include "headroom/core/enginelog/logreport.h"
 #include "headroom/core/enginerules.h"
 #include "headroom/core/profiles.h"
 #include "headroom/core/resolve.h"
@@ -57,195 +58,41 @@ tl::expected<std::string, std::string> readLog(const std::string& file, std::uin
     return text;
 }
 
-std::string gib(double bytes)
+void printReport(const LogReport& r)
 {
-    char b[64];
-    std::snprintf(b, sizeof b, "%.2f GiB", bytes / 1073741824.0);
-    return b;
-}
-
-std::string signedDiff(const ComponentComparison& c)
-{
-    if (!c.predicted || !c.measured)
-        return "";
-    const double d = static_cast<double>(c.predicted->value) - static_cast<double>(c.measured->value);
-    char b[64];
-    std::snprintf(b, sizeof b, "%+.2f GiB", d / 1073741824.0);
-    return b;
-}
-
-std::string figureLabel(const std::string& name)
-{
-    if (name == "kv_cache_tokens")
-        return "GPU KV cache size (tokens)";
-    if (name == "num_gpu_blocks")
-        return "# GPU blocks";
-    if (name == "max_total_num_tokens")
-        return "max_total_num_tokens";
-    if (name == "max_batch_total_tokens")
-        return "max batch total tokens";
-    if (name == "max_kv_tokens")
-        return "tokens in paged KV cache";
-    if (name == "kv_blocks")
-        return "KV cache blocks";
-    if (name == "available_kv_cache")
-        return "available KV cache (bytes)";
-    return name;
-}
-
-/// The engine's name for its memory fraction.
-std::string fractionFlag(EngineKind k)
-{
-    switch (k) {
-    case EngineKind::Vllm: return "--gpu-memory-utilization";
-    case EngineKind::SgLang: return "--mem-fraction-static";
-    case EngineKind::Tgi: return "--cuda-memory-fraction";
-    case EngineKind::TensorRtLlm: return "free_gpu_memory_fraction";
-    default: return "";
-    }
-}
-
-tl::expected<PlanRequest, std::string> requestFor(const EngineLog& log, const LogOptions& o, const ProfileSet& profiles)
-{
-    PlanRequest r;
-    const auto engine = resolveEngine(engineProfileId(log), profiles);
-    if (!engine)
-        return tl::unexpected(log.engine.empty() ? "the log is from no engine headroom knows: " + log.summary() : engine.error());
-    r.engine = *engine;
-    std::string modelArg = o.model;
-    if (modelArg.empty()) {
-        if (auto it = log.settings.find("model"); it != log.settings.end())
-            modelArg = it->second;
-        else
-            return tl::unexpected(std::string("the log names no model: give it with -m (a profile id, a path, or ORG/NAME)"));
-    }
-    auto model = resolveModel(modelArg, profiles);
-    if (!model)
-        return tl::unexpected(model.error() + (o.model.empty() ? " (the model the log names; give another with -m)" : ""));
-    r.model = *model;
-    auto format = resolveFormat(o.weights, r.model);
-    if (!format)
-        return tl::unexpected(format.error());
-    r.format = *format;
-    std::string kv = o.kvDtype;
-    if (kv.empty())
-        if (auto it = log.settings.find("kv-cache-dtype"); it != log.settings.end() && it->second.starts_with("fp8"))
-            kv = "fp8";
-    auto kvDtype = resolveKvDtype(kv);
-    if (!kvDtype)
-        return tl::unexpected(kvDtype.error());
-    r.kvDtype = *kvDtype;
-    if (!o.card.empty()) {
-        auto card = resolveCard(o.card, profiles);
-        if (!card)
-            return tl::unexpected(card.error());
-        r.card = *card;
-    } else if (log.cardTotalBytes) {
-        r.card = anonymousCard(formatBytes(*log.cardTotalBytes), *log.cardTotalBytes);
-    } else {
-        return tl::unexpected(std::string("the log prints no card total: give the card with -c (a profile id or a size)"));
-    }
-    applyLogSettings(log, r);
-    return r;
-}
-
-void printText(const EngineLog& log, const LogComparison& cmp, const LogOptions& o, const PlanRequest& request)
-{
-    std::cout << log.summary() << '\n';
-    if (log.cardTotalBytes)
-        std::cout << "Card      " << formatBytes(*log.cardTotalBytes) << " total"
-                  << (log.cardFreeBytes ? ", " + formatBytes(*log.cardFreeBytes) + " free at start" : std::string()) << '\n';
-    if (!log.settings.empty()) {
-        std::cout << "Settings ";
-        for (const auto& [k, v] : log.settings)
-            std::cout << ' ' << k << '=' << v;
-        std::cout << '\n';
-    }
+    for (const std::string& line : r.headerLines)
+        std::cout << line << '\n';
     std::cout << "\nMeasured terms (as printed)\n";
     TextTable terms;
     terms.addColumn("term");
     terms.addColumn("device");
     terms.addColumn("value", TextTable::Align::Right);
     terms.addColumn("line", TextTable::Align::Right);
-    for (const LogTerm& t : log.terms)
-        terms.addRow({t.name, t.device.empty() ? t.rank : t.device, t.printed, std::to_string(t.line)});
+    for (const LogTermRow& t : r.terms)
+        terms.addRow({t.term, t.where, t.value, t.line});
     terms.print(std::cout, "  ");
 
-    std::cout << "\nPredicted against measured (the plan for these settings: " << request.model.name << ", "
-              << request.format.id << " weights, " << request.kvDtype.id << " KV, " << request.engine.name << ")\n";
+    std::cout << "\nPredicted against measured (" << r.comparisonTitle << ")\n";
     TextTable t;
     t.addColumn("component");
     t.addColumn("predicted", TextTable::Align::Right);
     t.addColumn("measured", TextTable::Align::Right);
     t.addColumn("plan - log", TextTable::Align::Right);
     t.addColumn("how");
-    for (const ComponentComparison& c : cmp.components)
-        t.addRow({c.component, c.predicted ? gib(static_cast<double>(c.predicted->value)) : "-",
-                  c.measured ? gib(static_cast<double>(c.measured->value)) : "-", signedDiff(c), c.how});
+    for (const LogComponentRow& c : r.components)
+        t.addRow({c.component, c.predicted, c.measured, c.difference, c.how});
     t.print(std::cout, "  ");
-    if (cmp.kvFigure) {
-        const KvFigureComparison& f = *cmp.kvFigure;
-        const double err = f.printed ? (static_cast<double>(f.predicted) - static_cast<double>(f.printed)) / static_cast<double>(f.printed) * 100.0 : 0;
-        char e[32];
-        std::snprintf(e, sizeof e, "%+.1f %%", err);
-        std::cout << "  " << figureLabel(f.name) << ": the log " << formatThousands(f.printed) << ", the plan "
-                  << formatThousands(f.predicted) << " (" << e << "), calibrated " << formatThousands(f.calibrated)
-                  << (f.calibrated == f.printed ? " (exact)" : "") << '\n';
-    }
-    for (const std::string& n : cmp.notes)
+    if (!r.kvFigureLine.empty())
+        std::cout << "  " << r.kvFigureLine << '\n';
+    for (const std::string& n : r.comparison.notes)
         std::cout << "  note: " << n << '\n';
 
-    const LogCalibration& cal = cmp.calibration;
-    std::cout << "\nCalibration " << cal.name() << '\n';
-    if (cal.measured.activationPeakBytes)
-        std::cout << "  activation peak " << formatBytes(*cal.measured.activationPeakBytes) << " at a micro-batch of "
-                  << formatThousands(cal.ubatchTokens) << " tokens\n";
-    if (cal.measured.runtimeBytes)
-        std::cout << "  runtime " << formatBytes(*cal.measured.runtimeBytes) << '\n';
-
-    // Calibrated answers for other settings.
-    const std::uint64_t ctx = o.context.value_or(std::max<std::uint64_t>(cmp.calibrated.contextTokens * 4, 4096));
-    const std::uint64_t users = o.users.value_or(16);
+    std::cout << '\n' << r.calibrationLines.front() << '\n';
+    for (std::size_t i = 1; i < r.calibrationLines.size(); ++i)
+        std::cout << "  " << r.calibrationLines[i] << '\n';
     std::cout << "\nCalibrated what fits on this card\n";
-    if (auto at = calibratedAt(request, cal, ctx, users)) {
-        std::cout << "  at context " << formatThousands(ctx) << " and " << users << " users: ";
-        if (at->kvBlocks > 0)
-            std::cout << formatThousands(at->kvBlocks) << " blocks (" << formatThousands(at->kvBlocks * at->paging.blockTokens)
-                      << " tokens), ";
-        else
-            std::cout << formatThousands(at->maxResidentTokens) << " tokens, ";
-        std::cout << "room for " << (at->maxUsers ? formatThousands(*at->maxUsers) : std::string("-")) << " users of "
-                  << formatThousands(ctx) << " tokens: " << at->verdict.reason << '\n';
-    } else {
-        std::cout << "  " << at.error() << '\n';
-    }
-    const std::string flag = fractionFlag(request.engine.kind);
-    if (auto free = parseSize(o.leaveFree); free && !flag.empty()) {
-        if (auto f = largestFractionLeaving(request, *free)) {
-            PlanRequest r = request;
-            r.engine.memoryFraction = *f;
-            char b[16];
-            std::snprintf(b, sizeof b, "%.2f", *f);
-            std::cout << "  the largest " << flag << " that leaves " << formatBytes(*free) << " free: " << b;
-            if (auto p = makeCalibratedPlan(r, cal); p)
-                std::cout << " (" << formatThousands(p->kvBlocks ? p->kvBlocks * p->paging.blockTokens : p->maxResidentTokens)
-                          << " tokens of KV)";
-            std::cout << '\n';
-        }
-    }
-    if (auto s = settingForUsers(request, cal, users, ctx); s && !flag.empty()) {
-        std::cout << "  to hold " << users << " users of " << formatThousands(ctx) << " tokens: a KV pool of "
-                  << formatThousands(s->kvCacheBytes.value) << " bytes (" << formatBytes(s->kvCacheBytes) << ")";
-        if (request.engine.kind == EngineKind::Vllm)
-            std::cout << ", --kv-cache-memory " << s->kvCacheBytes.value;
-        if (s->possible) {
-            char b[16];
-            std::snprintf(b, sizeof b, "%.2f", s->memoryFraction);
-            std::cout << ", or " << flag << ' ' << b << '\n';
-        } else {
-            std::cout << ": more than this card holds at any " << flag << '\n';
-        }
-    }
+    for (const std::string& line : r.whatFits.lines)
+        std::cout << "  " << line << '\n';
 }
 
 void runLog(CliContext& ctx, const LogOptions& o)
@@ -259,41 +106,42 @@ void runLog(CliContext& ctx, const LogOptions& o)
         ctx.fail(text.error());
         return;
     }
-    auto log = parseEngineLog(*text, limits);
-    if (!log) {
-        ctx.fail(o.file + ": " + log.error().message);
-        return;
-    }
-    for (const std::string& w : log->warnings)
-        std::cerr << "headroom-cli: " << o.file << ": " << w << '\n';
-    if (log->engine.empty()) {
-        ctx.fail(o.file + ": " + log->summary() +
-                 " Expected the start-up lines of vLLM, SGLang, TGI, TensorRT-LLM, llama.cpp or Ollama.");
-        return;
-    }
-    auto request = requestFor(*log, o, *profiles);
-    if (!request) {
-        std::cout << log->summary() << '\n';
-        ctx.fail(request.error());
+    LogReportOptions options;
+    options.model = o.model;
+    options.weights = o.weights;
+    options.kvDtype = o.kvDtype;
+    options.card = o.card;
+    options.contextTokens = o.context;
+    options.users = o.users;
+    if (auto free = parseSize(o.leaveFree)) {
+        options.leaveFreeBytes = *free;
+    } else {
+        ctx.fail("--leave-free " + o.leaveFree + ": expected a size (2GiB, 1500MiB)");
         return;
     }
     const std::string name = o.file == "-" ? "stdin" : std::filesystem::path(o.file).filename().string();
-    auto cmp = compareWithLog(*log, *request, name, *text);
-    if (!cmp) {
-        ctx.fail(cmp.error());
+    auto report = analyzeEngineLog(*text, name, options, *profiles);
+    const std::vector<std::string>& warnings = report ? report->log.warnings : report.error().warnings;
+    for (const std::string& w : warnings)
+        std::cerr << "headroom-cli: " << o.file << ": " << w << '\n';
+    if (!report) {
+        const LogReportError& e = report.error();
+        if (e.stage == LogReportError::Stage::Request)
+            std::cout << e.summary << '\n';
+        const bool namesFile = e.stage == LogReportError::Stage::Read || e.stage == LogReportError::Stage::Engine;
+        ctx.fail(namesFile ? o.file + ": " + e.message : e.message);
         return;
     }
-    printText(*log, *cmp, o, *request);
+    printReport(*report);
     std::filesystem::path out;
     if (!o.output.empty())
         out = o.output;
     else if (o.save)
-        out = calibrationPath(ctx.userProfilesOverride.empty() ? defaultUserProfilesDir() : std::filesystem::path(ctx.userProfilesOverride),
-                              cmp->calibration);
+        out = calibrationPath(profiles->userDir, report->comparison.calibration);
     if (!out.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(out.parent_path(), ec);
-        if (auto w = writeFileAtomically(out, calibrationToJson(cmp->calibration)); !w) {
+        if (auto w = writeFileAtomically(out, calibrationToJson(report->comparison.calibration)); !w) {
             ctx.fail(w.error());
             return;
         }

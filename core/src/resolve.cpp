@@ -9,9 +9,7 @@
 
 namespace headroom {
 
-namespace {
-
-ModelProfile fromImport(const ImportedModel& m)
+ModelProfile modelProfileFromImport(const ImportedModel& m)
 {
     ModelProfile p;
     p.id = m.path;
@@ -42,6 +40,8 @@ ModelProfile fromImport(const ImportedModel& m)
     return p;
 }
 
+namespace {
+
 /// The hub-cache import of "ORG/NAME[@REV]" (or "hf://ORG/NAME[@REV]"); nullopt when @p arg is no
 /// repo id or no hub cache of the environment holds it.
 std::optional<tl::expected<ModelProfile, std::string>> resolveFromHubCache(const std::string& arg)
@@ -58,7 +58,7 @@ std::optional<tl::expected<ModelProfile, std::string>> resolveFromHubCache(const
             return tl::unexpected(toString(imported.error()));
         if (!imported->architecture)
             return tl::unexpected(snapshot->string() + ": the snapshot describes no model architecture");
-        ModelProfile p = fromImport(*imported);
+        ModelProfile p = modelProfileFromImport(*imported);
         p.id = repo->id + "@" + snapshot->filename().string(); // re-resolvable: reports name the exact snapshot
         p.name = repo->id;
         p.source = "hf-cache " + repo->id + "@" + snapshot->filename().string() + " " + imported->format + " " +
@@ -86,7 +86,7 @@ std::optional<tl::expected<ModelProfile, std::string>> resolveRemote(const std::
     }
     if (!imported->architecture)
         return tl::unexpected(arg + ": the files describe no model architecture, so the KV cache cannot be sized");
-    ModelProfile p = fromImport(*imported);
+    ModelProfile p = modelProfileFromImport(*imported);
     if (source->kind == RemoteSource::Kind::HubRepo) {
         p.id = "hf://" + source->repoId + "@" + source->revision;
         p.name = source->repoId;
@@ -159,7 +159,7 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
     if (imported->format == "gguf" && imported->tensors.empty())
         return tl::unexpected(arg + ": no tensors: a tokenizer/vocabulary-only GGUF holds no weights to plan "
                               "(use the model's own GGUF)");
-    return fromImport(*imported);
+    return modelProfileFromImport(*imported);
 }
 
 tl::expected<Card, std::string> resolveCard(const std::string& arg, const ProfileSet& profiles)

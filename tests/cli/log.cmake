@@ -38,6 +38,11 @@ headroom_cli_sh_test(cli_log_sglang
 headroom_cli_sh_test(cli_log_save
   "rm -f ${_scratch}/cal.json && ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -o ${_scratch}/cal.json >/dev/null && cat ${_scratch}/cal.json"
   "\"schema_version\": 1,\n  \"card\": \"79.19 GiB\",.*\"engine\": \"vllm\",.*\"ubatch_tokens\": 8192,\n  \"measured\": {\n    \"activation_peak_bytes\": [0-9]+")
+# A version newer than the rules headroom read: compared with the newest, saying so, and naming
+# the lines understood.
+headroom_cli_sh_test(cli_log_unknown_version
+  "(echo 'INFO 04-22 01:35:29 [api_server.py:1] vLLM API server version 0.99.0'; cat ${_vllm}) | ${HEADROOM_CLI} log - -m llama-3.1-8b -w bf16 2>&1; echo \"exit code $?\""
+  "This log is from vLLM 0.99.0; 11 of 11 lines were understood.\nLines understood: 1-11\n.*This log is from vLLM 0.99.0, newer than the rules headroom read \\(vLLM [v0-9.]+\\): compared with the rules of vLLM.*calibrated 476,016 \\(exact\\).*exit code 0")
 file(WRITE ${_scratch}/not-a-log.txt "hello\nworld\n")
 headroom_cli_sh_test(cli_log_unknown
   "${HEADROOM_CLI} log ${_scratch}/not-a-log.txt 2>&1; echo \"exit code $?\""
@@ -45,9 +50,14 @@ headroom_cli_sh_test(cli_log_unknown
 headroom_cli_sh_test(cli_log_missing
   "${HEADROOM_CLI} log ${_scratch}/absent.log 2>&1; echo \"exit code $?\""
   "cannot read .*absent.log.*exit code 1")
-headroom_cli_sh_test(cli_log_no_model
+# The model the log names cannot be read offline: its base model's profile stands in, saying so;
+# a name no profile matches is an error asking for -m.
+headroom_cli_sh_test(cli_log_model_by_name
   "env -i HOME=/nonexistent HF_HUB_OFFLINE=1 ${HEADROOM_CLI} log ${_vllm} 2>&1; echo \"exit code $?\""
-  "meta-llama/Llama-3.1-8B-Instruct.*the model the log names; give another with -m.*exit code 1")
+  "The log names meta-llama/Llama-3.1-8B-Instruct, which cannot be read here \\(.*\\); planned with the profile llama-3.1-8b.*calibrated 476,016 \\(exact\\).*exit code 0")
+headroom_cli_sh_test(cli_log_no_model
+  "sed 's|meta-llama/Llama-3.1-8B-Instruct|no-org/no-model|g' ${_vllm} | env -i HOME=/nonexistent HF_HUB_OFFLINE=1 ${HEADROOM_CLI} log - 2>&1; echo \"exit code $?\""
+  "no-org/no-model.*the model the log names; give another with -m.*exit code 1")
 
 # A calibration saved by `log --save` is the card's profile overlay: later plans on that card
 # and engine use it and name it; --calibration FILE picks one; --calibration none turns it off.
@@ -55,6 +65,16 @@ set(_up ${_scratch}/user-profiles)
 headroom_cli_sh_test(cli_log_calibrated_plan
   "rm -rf ${_up} && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && ls ${_up}/calibrations && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm --context 8192 && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 -c h100-sxm --engine vllm --calibration none | grep -c 'calibrated by'"
   "h100-sxm.vllm.json\n.*calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak [0-9.]+ GiB measured at a micro-batch of 8192 tokens.*\n0\n?$")
+# The overlay is found in whichever user folder the faces are given: XDG_CONFIG_HOME/headroom/profiles
+# (no HEADROOM_USER_PROFILES), and --user-profiles DIR for both the save and the plan.
+set(_xdg ${_scratch}/xdg)
+headroom_cli_sh_test(cli_log_calibration_xdg
+  "rm -rf ${_xdg} && env -i HOME=/nonexistent XDG_CONFIG_HOME=${_xdg} ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && ls ${_xdg}/headroom/profiles/calibrations && env -i HOME=/nonexistent XDG_CONFIG_HOME=${_xdg} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by vllm on h100-sxm'"
+  "^h100-sxm.vllm.json\n1\n$")
+set(_dirup ${_scratch}/dir-profiles)
+headroom_cli_sh_test(cli_log_calibration_user_profiles_option
+  "rm -rf ${_dirup} && env -i HOME=/nonexistent ${HEADROOM_CLI} --user-profiles ${_dirup} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save | grep -c 'Saved the calibration to ${_dirup}/calibrations/h100-sxm.vllm.json' && env -i HOME=/nonexistent ${HEADROOM_CLI} --user-profiles ${_dirup} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by vllm on h100-sxm' && env -i HOME=/nonexistent ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by'"
+  "^1\n1\n0\n$")
 headroom_cli_sh_test(cli_plan_calibration_file
   "${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c 79.19GiB --engine vllm --calibration ${_scratch}/cal.json --json"
   "calibrated by vllm on 79.19 GiB from vllm-0.19-llama-3.1-8b-h100-ctx8192.log")

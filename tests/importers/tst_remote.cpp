@@ -87,6 +87,35 @@ TEST_CASE("remote arguments", "[remote]")
     CHECK_FALSE(parseRemoteSource("../x/y"));
 }
 
+TEST_CASE("GGUF repos: a preset after ':' and the file llama.cpp -hf would load", "[remote]")
+{
+    auto t = parseRemoteSource("hf://bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M");
+    REQUIRE(t);
+    CHECK(t->repoId == "bartowski/Qwen2.5-7B-Instruct-GGUF");
+    CHECK(t->revision == "main");
+    CHECK(t->ggufTag == "Q4_K_M");
+    auto r = parseRemoteSource("unsloth/Qwen3-8B-GGUF@0123abc:q8_0");
+    REQUIRE(r);
+    CHECK(r->revision == "0123abc");
+    CHECK(r->ggufTag == "q8_0");
+    CHECK(parseRemoteSource("hf://Qwen/Qwen2.5-7B")->ggufTag.empty());
+    CHECK_FALSE(parseRemoteSource("org/name:"));
+    CHECK_FALSE(parseRemoteSource("org/name:Q4-K"));
+
+    // common/download.cpp find_best_model (0216dab3): the preset followed by '.' or '-', any
+    // case, never a projector, part 1 of a split; without a preset Q4_K_M, then Q8_0, then the first.
+    const std::vector<std::string> files = {"mmproj-Qwen-Q4_K_M.gguf", "Qwen-F16.gguf", "Qwen-Q4_K_M.gguf", "Qwen-Q8_0.gguf",
+                                            "Q6_K/Qwen-Q6_K-00002-of-00002.gguf", "Q6_K/Qwen-Q6_K-00001-of-00002.gguf"};
+    CHECK(pickHubGguf(files, "Q4_K_M") == "Qwen-Q4_K_M.gguf");
+    CHECK(pickHubGguf(files, "q6_k") == "Q6_K/Qwen-Q6_K-00001-of-00002.gguf");
+    CHECK(pickHubGguf(files, "") == "Qwen-Q4_K_M.gguf");
+    CHECK(pickHubGguf({"a-F16.gguf", "a-Q8_0.gguf"}, "") == "a-Q8_0.gguf");
+    CHECK(pickHubGguf({"imatrix.gguf", "a-F16.gguf"}, "") == "a-F16.gguf");
+    CHECK_FALSE(pickHubGguf({"a-F16.gguf"}, "Q4_K_M"));
+    CHECK_FALSE(pickHubGguf({"mmproj-F16.gguf"}, ""));
+    CHECK_FALSE(pickHubGguf({"a-Q4_K_M2.gguf"}, "Q4_K_M"));
+}
+
 TEST_CASE("a GGUF over HTTP: ranges grow until the header parses, never the tensor data", "[remote]")
 {
     const fs::path gguf = test::fixture("gguf/stories260K.gguf");

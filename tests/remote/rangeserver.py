@@ -9,22 +9,28 @@ Faults (prefix the normal path with one of them):
   /norange/...    ignores Range and sends the whole file with 200
   /error500/...   always HTTP 500
   /gated/...      always HTTP 401
+  /flaky/...      HTTP 503 the first time a path is asked for, then as usual (retries must recover)
+
+The hub's file list, GET /api/models/ORG/NAME/tree/REV?recursive=true, answers as the hub does: a
+JSON array of {"type": "file"|"directory", "path", "size"} for the repo folder.
 """
 
 import http.server
+import json
 import os
 import re
 import threading
 import time
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-FAULTS = {"slow", "truncate", "shortrange", "norange", "error500", "gated"}
+FAULTS = {"slow", "truncate", "shortrange", "norange", "error500", "gated", "flaky"}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     root = "."
-    log = []  # (path, range header) per request
+    log = []  # (path, range header, authorization) per request
+    seen = set()  # paths asked for once (the flaky fault)
 
     def log_message(self, *args):  # quiet
         pass
@@ -54,6 +60,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def _tree(self, org, name, rev):
+        repo = os.path.join(self.root, "hub", org, name)
+        if rev not in ("main", COMMIT) or ".." in (org, name) or not os.path.isdir(repo):
+            return self._send(404, b'{"error": "Repository not found"}')
+        entries = []
+        for folder, dirs, files in sorted(os.walk(repo)):
+            rel = os.path.relpath(folder, repo)
+            for d in sorted(dirs):
+                entries.append({"type": "directory", "path": os.path.normpath(os.path.join(rel, d)), "size": 0})
+            for f in sorted(files):
+                entries.append({"type": "file", "path": os.path.normpath(os.path.join(rel, f)),
+                                "size": os.path.getsize(os.path.join(folder, f))})
+        return self._send(200, json.dumps(entries).encode(), {"Content-Type": "application/json"})
+
     def _file_for(self, parts):
         # Hub shape: ORG/NAME/resolve/REV/FILE
         if len(parts) >= 5 and parts[2] == "resolve":
@@ -76,6 +96,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._send(500, b"internal error")
         if fault == "gated":
             return self._send(401, b"Access to model is restricted")
+        if fault == "flaky" and self.path not in Handler.seen:
+            Handler.seen.add(self.path)
+            return self._send(503, b"try again")
+        if len(parts) >= 6 and parts[:2] == ["api", "models"] and parts[4] == "tree":
+            return self._tree(parts[2], parts[3], parts[5])
         path, extra = self._file_for(parts)
         if not path or ".." in parts or not os.path.isfile(path):
             return self._send(404, b"Entry not found")

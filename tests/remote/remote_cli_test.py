@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import ggufsplit
 import rangeserver
 
 cli, fixtures, scratch = sys.argv[1:4]
@@ -76,7 +77,20 @@ def build_root(root):
     write_safetensors(os.path.join(tiny, "model.safetensors"),
                       [("lm_head.weight", ("F16", [32000, 4096])), ("model.embed_tokens.weight", ("F16", [32000, 4096]))])
     os.makedirs(os.path.join(root, "files"))
-    shutil.copy(os.path.join(fixtures, "gguf", "stories260K.gguf"), os.path.join(root, "files"))
+    stories = os.path.join(fixtures, "gguf", "stories260K.gguf")
+    shutil.copy(stories, os.path.join(root, "files"))
+    # A URL of a split model, and a GGUF repo as llama.cpp -hf reads them: presets in file names,
+    # a projector that is never the model, and a preset split in a subfolder.
+    os.makedirs(os.path.join(root, "files", "split"))
+    ggufsplit.split(stories, os.path.join(root, "files", "split", "stories260K"), 2)
+    gguf_repo = os.path.join(root, "hub", "ggml-org", "stories260K-GGUF")
+    os.makedirs(os.path.join(gguf_repo, "Q8_0"))
+    shutil.copy(stories, os.path.join(gguf_repo, "mmproj-stories260K-Q4_K_M.gguf"))
+    shutil.copy(stories, os.path.join(gguf_repo, "stories260K-F16.gguf"))
+    shutil.copy(stories, os.path.join(gguf_repo, "stories260K-Q4_K_M.gguf"))
+    ggufsplit.split(stories, os.path.join(gguf_repo, "Q8_0", "stories260K-Q8_0"), 3)
+    with open(os.path.join(gguf_repo, "README.md"), "w") as f:
+        f.write("stories260K in several presets\n")
     return index["metadata"]["total_size"]
 
 
@@ -122,7 +136,43 @@ check("gguf url", rc == 0 and '"weights_bytes": 1171200' in out, err + out[:300]
 check("gguf never the whole file", all(r and int(r.split("-")[1]) < 4 << 20 for (_, r, _) in log), str(log))
 check("no token to another host", all(a is None for (_, _, a) in log), str(log))
 
-# 5. Faults, each with a fresh cache and a bounded time.
+# 5. GGUF repos (llama.cpp -hf's rule) and split files: every part's header, never the data.
+def gguf_case(name, model, expect_paths, extra_env=None):
+    c = os.path.join(scratch, "cache-gguf-" + name.replace(" ", "-"))
+    shutil.rmtree(c, ignore_errors=True)
+    del log[:]
+    rc, out, err, _ = run(["plan", "-m", model, "-c", "8GiB", "--json"], c, extra_env)
+    check("gguf " + name, rc == 0 and '"weights_bytes": 1171200' in out, err + out[:300])
+    files = sorted({p.split("?")[0] for (p, r, _) in log if r})
+    check("gguf " + name + " reads " + ", ".join(expect_paths), files == sorted(expect_paths), str(files))
+    check("gguf " + name + " headers only", all(r and int(r.split("-")[1]) < 4 << 20 for (p, r, _) in log if p.split("?")[0].endswith(".gguf")), str(log))
+    return c
+
+
+repo_url = "/ggml-org/stories260K-GGUF/resolve/main/"
+gguf_case("preset", "hf://ggml-org/stories260K-GGUF:Q4_K_M", [repo_url + "stories260K-Q4_K_M.gguf"], {"HF_TOKEN": "hf_secret"})
+check("gguf preset: the file list from the tree API, with the token",
+      any(p == "/api/models/ggml-org/stories260K-GGUF/tree/main?recursive=true" and a == "Bearer hf_secret" for (p, _, a) in log), str(log))
+split_cache = gguf_case("split preset", "hf://ggml-org/stories260K-GGUF@main:q8_0",
+                        [repo_url + "Q8_0/stories260K-Q8_0-%05d-of-00003.gguf" % k for k in (1, 2, 3)])
+gguf_case("default preset", "ggml-org/stories260K-GGUF", [repo_url + "stories260K-Q4_K_M.gguf"])
+gguf_case("split url", base + "/files/split/stories260K-00002-of-00002.gguf",
+          ["/files/split/stories260K-%05d-of-00002.gguf" % k for k in (1, 2)])
+del log[:]
+rc, out, err, _ = run(["plan", "-m", "hf://ggml-org/stories260K-GGUF@main:q8_0", "-c", "8GiB", "--json"], split_cache)
+check("gguf split preset from the cache", rc == 0 and not log and '"weights_bytes": 1171200' in out, "%d requests; %s" % (len(log), err))
+rc, out, err, _ = run(["plan", "-m", "hf://ggml-org/stories260K-GGUF:IQ2_XXS", "-c", "8GiB"], os.path.join(scratch, "cache-gguf-none"))
+check("gguf preset not in the repo", rc == 1 and "no GGUF file for the preset IQ2_XXS; the repo has " in err and
+      "stories260K-Q4_K_M.gguf" in err, err)
+# Retries: a 503 once is retried (HEADROOM_HTTP_RETRIES=1); without retries it is the error.
+rc, out, err, _ = run(["plan", "-m", base + "/flaky/files/stories260K.gguf?try=1", "-c", "8GiB", "--json"],
+                      os.path.join(scratch, "cache-flaky-1"))
+check("retried after HTTP 503", rc == 0 and '"weights_bytes": 1171200' in out, err)
+rc, out, err, _ = run(["plan", "-m", base + "/flaky/files/stories260K.gguf?try=2", "-c", "8GiB"],
+                      os.path.join(scratch, "cache-flaky-2"), {"HEADROOM_HTTP_RETRIES": "0"})
+check("no retries: HTTP 503", rc == 1 and "HTTP 503" in err, err)
+
+# 6. Faults, each with a fresh cache and a bounded time.
 faults = [
     ("slow", "timed out", ["-m", base + "/slow/files/stories260K.gguf"], {}),
     ("truncate", "transfer closed with", ["-m", base + "/truncate/files/stories260K.gguf"], {}),
@@ -143,7 +193,7 @@ for name, words, args, env in faults:
     leftovers = [d for d, _, fs in os.walk(fresh) if "headroom-remote.json" in fs]
     check("fault " + name + " leaves no mirror", not leftovers, str(leftovers))
 
-# 6. Offline: nothing listens; the error says so; a cached model still answers.
+# 7. Offline: nothing listens; the error says so; a cached model still answers.
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 dead = "http://127.0.0.1:%d" % s.getsockname()[1]

@@ -518,6 +518,20 @@ tl::expected<std::optional<LogCalibration>, std::string> findSavedCalibration(co
     return std::optional<LogCalibration>(*c);
 }
 
+tl::expected<PlanRequest, std::string> applySavedCalibration(PlanRequest request, const std::filesystem::path& userProfilesDir)
+{
+    if (request.engine.kind == EngineKind::Flat || userProfilesDir.empty())
+        return request;
+    auto saved = findSavedCalibration(userProfilesDir, request.card, request.engine.id);
+    if (!saved)
+        return tl::unexpected(saved.error());
+    if (!*saved)
+        return request;
+    const LogCalibration& cal = **saved;
+    const bool sameBatch = !request.ubatchTokens || *request.ubatchTokens == cal.ubatchTokens;
+    return sameBatch ? withCalibration(std::move(request), cal) : request;
+}
+
 std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& c)
 {
     std::string card;

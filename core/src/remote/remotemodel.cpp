@@ -13,6 +13,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <set>
 
 namespace headroom {
@@ -153,7 +154,7 @@ fs::path mirrorDir(const RemoteSource& source, const RemoteOptions& options)
         std::string repo;
         for (char c : source.repoId)
             repo += c == '/' ? std::string("--") : std::string(1, c); // as the hub cache names repos
-        return options.cacheDir / "hf" / safeName(repo) / safeName(source.revision);
+        return options.cacheDir / "hf" / safeName(repo) / safeName(source.revision + (source.ggufTag.empty() ? "" : ":" + source.ggufTag));
     }
     return options.cacheDir / "url" / hashHex(fnv1a64(source.url.data(), source.url.size()));
 }
@@ -167,10 +168,45 @@ std::string urlFileName(const std::string& url)
     return name;
 }
 
-/// The model file or folder inside a mirror.
-fs::path mirrorTarget(const RemoteSource& source, const fs::path& dir)
+/// "PREFIX-0000k-of-0000N.gguf" (llama.cpp llama_split_path "%s-%05d-of-%05d.gguf") split into
+/// (PREFIX, k, N); k = N = 1 for any other name.
+struct SplitName {
+    std::string prefix;
+    unsigned index = 1;
+    unsigned count = 1;
+};
+
+SplitName splitName(const std::string& path)
 {
-    return source.kind == RemoteSource::Kind::HubRepo ? dir : dir / urlFileName(source.url);
+    static const std::regex re(R"(^(.*)-(\d{5})-of-(\d{5})\.gguf$)", std::regex::icase);
+    std::smatch m;
+    if (!std::regex_match(path, m, re))
+        return {path, 1, 1};
+    return {m[1].str(), static_cast<unsigned>(std::stoul(m[2].str())), static_cast<unsigned>(std::stoul(m[3].str()))};
+}
+
+std::string partName(const std::string& prefix, unsigned index, unsigned count)
+{
+    char b[32];
+    std::snprintf(b, sizeof b, "-%05u-of-%05u.gguf", index, count);
+    return prefix + b;
+}
+
+std::string lower(std::string s)
+{
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+bool isModelGguf(const std::string& path)
+{
+    if (!lower(path).ends_with(".gguf"))
+        return false;
+    const std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+    for (const char* sidecar : {"mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-"})
+        if (name.find(sidecar) != std::string::npos)
+            return false;
+    return true;
 }
 
 /// A usable cached mirror: complete (marker present) and fresh for a branch or URL.
@@ -229,18 +265,29 @@ tl::expected<void, RemoteError> writeMirror(const fs::path& dir, const std::vect
     return {};
 }
 
+std::string targetOf(const std::vector<MirrorFile>& files)
+{
+    for (const MirrorFile& f : files)
+        if (lower(f.name).ends_with(".gguf"))
+            return f.name; // the first part: splits are fetched in order
+    return "";
+}
+
 nlohmann::json markerFor(const RemoteSource& source, const std::string& commit, const std::vector<MirrorFile>& files)
 {
     nlohmann::json j;
     j["schema_version"] = 1;
     j["source"] = source.kind == RemoteSource::Kind::HubRepo ? "hf://" + source.repoId + "@" + source.revision : source.url;
     j["commit"] = commit;
+    j["target"] = targetOf(files);
     j["fetched_unix_s"] = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     j["files"] = nlohmann::json::array();
     for (const MirrorFile& f : files)
         j["files"].push_back({{"name", f.name}, {"url", f.url}, {"size_bytes", f.totalBytes}, {"read_bytes", f.head.size()}});
     return j;
 }
+
+tl::expected<std::vector<MirrorFile>, RemoteError> fetchHubGguf(const RemoteSource& source, const RemoteOptions& options, Fetcher& fetch);
 
 tl::expected<std::vector<MirrorFile>, RemoteError> fetchHubRepo(const RemoteSource& source, const RemoteOptions& options,
                                                                 Fetcher& fetch, std::string& commit)
@@ -250,10 +297,15 @@ tl::expected<std::vector<MirrorFile>, RemoteError> fetchHubRepo(const RemoteSour
     auto config = fetch.whole(base + "config.json", kRemoteMaxJsonBytes);
     if (!config)
         return tl::unexpected(config.error());
-    if (!*config)
-        return tl::unexpected(RemoteError{base + "config.json: HTTP 404: no such repo or revision, or no config.json "
-                                                 "(for a GGUF repo give the file's URL: " + base + "FILE.gguf)",
+    if (!*config) {
+        // No config.json: a GGUF repo, read as llama.cpp -hf reads it.
+        auto gguf = fetchHubGguf(source, options, fetch);
+        if (gguf)
+            return gguf;
+        return tl::unexpected(RemoteError{base + "config.json: HTTP 404: no such repo or revision, or no config.json; as a GGUF repo: " +
+                                              gguf.error().message,
                                           std::nullopt});
+    }
     // The hub names the commit a branch resolved to (huggingface_hub file_download.py, HUGGINGFACE_HEADER_X_REPO_COMMIT).
     if (auto it = (*config)->headers.find("x-repo-commit"); it != (*config)->headers.end() && isCommit(it->second))
         commit = it->second;
@@ -305,17 +357,18 @@ tl::expected<std::vector<MirrorFile>, RemoteError> fetchHubRepo(const RemoteSour
     return files;
 }
 
-tl::expected<std::vector<MirrorFile>, RemoteError> fetchGguf(const RemoteSource& source, const RemoteOptions& options,
-                                                             Fetcher& fetch)
+/// The GGUF header of @p url, grown by range requests until it parses (see the file comment).
+tl::expected<MirrorFile, RemoteError> fetchGgufHeader(const std::string& url, const std::string& name, const RemoteOptions& options,
+                                                      Fetcher& fetch)
 {
     std::uint64_t total = 0;
     std::uint64_t want = std::max<std::uint64_t>(options.ggufFirstRangeBytes, 64);
-    auto first = fetch.range(source.url, 0, want, total);
+    auto first = fetch.range(url, 0, want, total);
     if (!first)
         return tl::unexpected(first.error());
     std::string bytes = std::move(*first);
     while (true) {
-        auto parsed = readGgufBytes(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()), source.url, total);
+        auto parsed = readGgufBytes(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()), url, total);
         if (parsed)
             break;
         // The header goes on past what was read: read as much again (gguf.cpp's Truncated
@@ -325,22 +378,106 @@ tl::expected<std::vector<MirrorFile>, RemoteError> fetchGguf(const RemoteSource&
         if (!more)
             return tl::unexpected(RemoteError{toString(parsed.error()), parsed.error()});
         if (bytes.size() >= kRemoteGgufMaxHeaderBytes)
-            return tl::unexpected(RemoteError{source.url + ": the GGUF header is larger than " +
-                                                  std::to_string(kRemoteGgufMaxHeaderBytes) + " bytes",
+            return tl::unexpected(RemoteError{url + ": the GGUF header is larger than " + std::to_string(kRemoteGgufMaxHeaderBytes) + " bytes",
                                               std::nullopt});
         const std::uint64_t next = std::min<std::uint64_t>({bytes.size(), total - bytes.size(), kRemoteGgufMaxHeaderBytes - bytes.size()});
-        auto chunk = fetch.range(source.url, bytes.size(), next, total);
+        auto chunk = fetch.range(url, bytes.size(), next, total);
         if (!chunk)
             return tl::unexpected(chunk.error());
         bytes += *chunk;
     }
     const bool whole = bytes.size() == total;
-    return std::vector<MirrorFile>{{urlFileName(source.url), source.url, total, std::move(bytes), whole}};
+    return MirrorFile{name, url, total, std::move(bytes), whole};
 }
 
-tl::expected<ImportedModel, RemoteError> importMirror(const RemoteSource& source, const fs::path& dir, const std::string& note)
+/// Every part of a (possibly split) GGUF at @p url (the parts are its siblings, PREFIX-0000k-of-0000N.gguf).
+tl::expected<std::vector<MirrorFile>, RemoteError> fetchGgufParts(const std::string& url, const RemoteOptions& options, Fetcher& fetch)
 {
-    auto imported = importModel(mirrorTarget(source, dir));
+    const std::string path = url.substr(0, url.find_first_of("?#"));
+    const std::string query = url.substr(path.size());
+    const SplitName split = splitName(path);
+    if (split.count == 0 || split.index == 0 || split.index > split.count || split.count > kRemoteMaxShards)
+        return tl::unexpected(RemoteError{url + ": a split part " + std::to_string(split.index) + " of " + std::to_string(split.count) +
+                                              ", expected 1 <= part <= count <= " + std::to_string(kRemoteMaxShards),
+                                          std::nullopt});
+    std::vector<MirrorFile> files;
+    for (unsigned k = 1; k <= split.count; ++k) {
+        const std::string part = split.count == 1 ? url : partName(split.prefix, k, split.count) + query;
+        auto f = fetchGgufHeader(part, urlFileName(part), options, fetch);
+        if (!f)
+            return tl::unexpected(f.error());
+        files.push_back(std::move(*f));
+    }
+    return files;
+}
+
+/// The repo's file list (the hub's tree API), GGUF paths only.
+tl::expected<std::vector<std::string>, RemoteError> listHubGgufs(const RemoteSource& source, const RemoteOptions& options, Fetcher& fetch)
+{
+    const std::string url = options.endpoint + "/api/models/" + source.repoId + "/tree/" + source.revision + "?recursive=true";
+    auto list = fetch.whole(url, kRemoteMaxJsonBytes);
+    if (!list)
+        return tl::unexpected(list.error());
+    if (!*list)
+        return tl::unexpected(RemoteError{url + ": HTTP 404: no such repo or revision", std::nullopt});
+    const nlohmann::json j = nlohmann::json::parse((*list)->body, nullptr, false);
+    if (j.is_discarded() || !j.is_array())
+        return tl::unexpected(RemoteError{url + ": expected a JSON array of the repo's files, found " +
+                                              (j.is_discarded() ? std::string("no JSON") : std::string(j.type_name())),
+                                          std::nullopt});
+    if (j.size() > kRemoteMaxListedFiles)
+        return tl::unexpected(RemoteError{url + ": lists " + std::to_string(j.size()) + " files, more than " +
+                                              std::to_string(kRemoteMaxListedFiles),
+                                          std::nullopt});
+    std::vector<std::string> paths;
+    for (const auto& e : j)
+        if (e.is_object() && e.value("type", "") == "file" && e.contains("path") && e["path"].is_string()) {
+            const std::string p = e["path"].get<std::string>();
+            if (lower(p).ends_with(".gguf") && p.size() < 1024 && p.find("..") == std::string::npos)
+                paths.push_back(p);
+        }
+    return paths;
+}
+
+/// The GGUF of a hub repo that llama.cpp -hf REPO[:TAG] loads, with all its split parts.
+tl::expected<std::vector<MirrorFile>, RemoteError> fetchHubGguf(const RemoteSource& source, const RemoteOptions& options, Fetcher& fetch)
+{
+    auto paths = listHubGgufs(source, options, fetch);
+    if (!paths)
+        return tl::unexpected(paths.error());
+    const auto pick = pickHubGguf(*paths, source.ggufTag);
+    if (!pick) {
+        std::string listed;
+        for (std::size_t i = 0; i < paths->size() && i < 20; ++i)
+            listed += (i ? ", " : "") + (*paths)[i];
+        return tl::unexpected(RemoteError{"hf://" + source.repoId + "@" + source.revision + ": no GGUF file" +
+                                              (source.ggufTag.empty() ? std::string() : " for the preset " + source.ggufTag) +
+                                              (listed.empty() ? std::string(" in the repo") : "; the repo has " + listed),
+                                          std::nullopt});
+    }
+    const std::string base = options.endpoint + "/" + source.repoId + "/resolve/" + source.revision + "/";
+    const SplitName split = splitName(*pick);
+    for (unsigned k = 1; k <= split.count && split.count <= kRemoteMaxShards; ++k)
+        if (split.count > 1 && std::find(paths->begin(), paths->end(), partName(split.prefix, k, split.count)) == paths->end())
+            return tl::unexpected(RemoteError{"hf://" + source.repoId + "@" + source.revision + ": " + *pick + " is part 1 of " +
+                                                  std::to_string(split.count) + ", but the repo lists no " +
+                                                  partName(split.prefix, k, split.count),
+                                              std::nullopt});
+    return fetchGgufParts(base + *pick, options, fetch);
+}
+
+/// The model file or folder inside a mirror: the first GGUF part when it holds GGUFs, else the folder.
+fs::path mirrorTarget(const RemoteSource& source, const fs::path& dir, const nlohmann::json& marker)
+{
+    const std::string target = marker.value("target", "");
+    if (!target.empty() && target == safeName(target))
+        return dir / target;
+    return source.kind == RemoteSource::Kind::Url ? dir / urlFileName(source.url) : dir;
+}
+
+tl::expected<ImportedModel, RemoteError> importMirror(const fs::path& target, const std::string& note)
+{
+    auto imported = importModel(target);
     if (!imported)
         return tl::unexpected(RemoteError{toString(imported.error()), imported.error()});
     imported->warnings.push_back(note);
@@ -351,6 +488,25 @@ std::mutex g_clientMutex;
 std::shared_ptr<HttpClient> g_client;
 
 } // namespace
+
+std::optional<std::string> pickHubGguf(const std::vector<std::string>& paths, const std::string& tag)
+{
+    const auto firstPart = [](const std::string& p) { return splitName(p).index == 1; };
+    const std::vector<std::string> tags = tag.empty() ? std::vector<std::string>{"Q4_K_M", "Q8_0"} : std::vector<std::string>{tag};
+    for (const std::string& t : tags) {
+        const std::string want = lower(t);
+        for (const std::string& p : paths) {
+            const std::string lp = lower(p);
+            if (isModelGguf(p) && firstPart(p) && (lp.find(want + ".") != std::string::npos || lp.find(want + "-") != std::string::npos))
+                return p;
+        }
+    }
+    if (tag.empty())
+        for (const std::string& p : paths)
+            if (isModelGguf(p) && firstPart(p))
+                return p;
+    return std::nullopt;
+}
 
 RemoteOptions remoteOptionsFromEnvironment()
 {
@@ -387,7 +543,19 @@ std::optional<RemoteSource> parseRemoteSource(const std::string& arg)
         s.url = arg;
         return s;
     }
-    const auto repo = parseRepoId(arg);
+    // ORG/NAME[@REV][:TAG], llama.cpp's -hf REPO:TAG (common_download_split_repo_tag).
+    std::string repoArg = arg;
+    const std::size_t bodyAt = arg.starts_with("hf://") ? 5 : 0;
+    if (const auto colon = arg.rfind(':'); colon != std::string::npos && colon >= bodyAt) {
+        const std::string tag = arg.substr(colon + 1);
+        const bool valid = !tag.empty() && tag.size() <= 64 &&
+                           std::all_of(tag.begin(), tag.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+        if (!valid)
+            return std::nullopt;
+        s.ggufTag = tag;
+        repoArg = arg.substr(0, colon);
+    }
+    const auto repo = parseRepoId(repoArg);
     if (!repo)
         return std::nullopt;
     s.repoId = repo->id;
@@ -400,18 +568,21 @@ tl::expected<ImportedModel, RemoteError> importRemoteModel(const RemoteSource& s
     const fs::path dir = mirrorDir(source, options);
     const bool pinned = source.kind == RemoteSource::Kind::HubRepo && isCommit(source.revision);
     if (auto marker = cachedMarker(dir, options.offlineOnly, options.branchTtl, pinned))
-        return importMirror(source, dir, "read from the cache " + dir.string() + " (" + marker->value("source", "") + " @ " +
-                                             marker->value("commit", "") + ")");
+        return importMirror(mirrorTarget(source, dir, *marker), "read from the cache " + dir.string() + " (" + marker->value("source", "") + " @ " +
+                                                            marker->value("commit", "") + ")");
     if (options.offlineOnly)
         return tl::unexpected(RemoteError{"HF_HUB_OFFLINE is set and " + dir.string() + " holds no copy of the headers", std::nullopt});
 
     Fetcher fetch(http, options);
     std::string commit;
-    auto files = source.kind == RemoteSource::Kind::HubRepo ? fetchHubRepo(source, options, fetch, commit) : fetchGguf(source, options, fetch);
+    auto files = source.kind == RemoteSource::Kind::Url ? fetchGgufParts(source.url, options, fetch)
+                 : source.ggufTag.empty()               ? fetchHubRepo(source, options, fetch, commit)
+                                                        : fetchHubGguf(source, options, fetch);
     if (!files) {
         // Offline or failing: a stale copy still answers, saying so.
-        if (cachedMarker(dir, true, options.branchTtl, pinned))
-            return importMirror(source, dir, "the network failed (" + files.error().message + "): used the older copy in " + dir.string());
+        if (auto stale = cachedMarker(dir, true, options.branchTtl, pinned))
+            return importMirror(mirrorTarget(source, dir, *stale),
+                                "the network failed (" + files.error().message + "): used the older copy in " + dir.string());
         return tl::unexpected(files.error());
     }
     std::uint64_t fetched = 0;
@@ -419,7 +590,7 @@ tl::expected<ImportedModel, RemoteError> importRemoteModel(const RemoteSource& s
         fetched += f.head.size();
     if (auto w = writeMirror(dir, *files, markerFor(source, commit, *files)); !w)
         return tl::unexpected(w.error());
-    auto model = importMirror(source, dir, "read " + std::to_string(fetched) + " bytes of headers over HTTP" +
+    auto model = importMirror(targetOf(*files).empty() ? dir : dir / targetOf(*files), "read " + std::to_string(fetched) + " bytes of headers over HTTP" +
                                                (commit.empty() ? std::string() : " at commit " + commit) + "; cached in " + dir.string());
     if (!model) {
         std::error_code ec;

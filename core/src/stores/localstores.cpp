@@ -3,6 +3,7 @@
 #include "storeshared.h"
 
 #include "headroom/core/importers/ggufreader.h"
+#include "headroom/core/resolve.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -97,6 +98,18 @@ std::vector<LocalModel> scanFolder(const fs::path& folder)
         scanFolderInto(folder, 0, out);
     }
     return out;
+}
+
+std::optional<ModelProfile> localModelProfile(const LocalModel& m)
+{
+    if (!m.model || !m.model->architecture)
+        return std::nullopt;
+    ModelProfile p = modelProfileFromImport(*m.model);
+    p.id = m.path.string();
+    p.name = m.name;
+    p.source = std::string(localStoreKindName(m.store)) + " " + m.name + (m.revision.empty() ? "" : "@" + m.revision) + " " +
+               m.model->format + " " + m.model->formatVersion + " " + m.path.string();
+    return p;
 }
 
 std::vector<LocalModel> findLocalModels(const LocalStoreRoots& roots)

@@ -124,6 +124,12 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
 /// any and if it was measured on a card of the same total; errors name the file.
 tl::expected<std::optional<LogCalibration>, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,
                                                                             const Card& card, const std::string& engine);
+/// @p request with the calibration saved for its card and engine in @p userProfilesDir
+/// (findSavedCalibration) when it was measured at the request's micro-batch (or the request asks
+/// for none); unchanged for a flat reserve, without a saved calibration, or at another
+/// micro-batch (a measured peak holds at its own micro-batch only). Every face plans through
+/// this, so a saved calibration is used, and named, everywhere. Errors: the saved file is unreadable.
+tl::expected<PlanRequest, std::string> applySavedCalibration(PlanRequest request, const std::filesystem::path& userProfilesDir);
 /// Reads a calibration file (at most 1 MiB).
 tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem::path& file);
 

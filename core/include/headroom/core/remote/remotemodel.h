@@ -11,7 +11,15 @@
 /// - GGUF: range requests from byte 0, growing (doubling) until the whole header and tensor table
 ///   parse, up to kRemoteGgufMaxHeaderBytes. gguf-parser-go reads remote files the same way: a
 ///   `Range: bytes=B-E` reader over HTTP with a 4 MiB buffer (`util/httpx/file.go` `SeekerFile`,
-///   at 6abbcbd1), never the tensor data.
+///   at 6abbcbd1), never the tensor data. A split model (`PREFIX-0000k-of-0000N.gguf`, llama.cpp's
+///   `llama_split_path`) is read as all N parts, whichever part the URL names.
+/// - A GGUF repo on the hub (`hf://ORG/NAME:Q4_K_M`, or a repo without config.json): the file list
+///   `{endpoint}/api/models/{repo}/tree/{revision}?recursive=true` (llama.cpp `common/hf-cache.cpp`
+///   `get_repo_files`), then the file llama.cpp's `-hf ORG/NAME[:TAG]` would load (`common/download.cpp`
+///   `find_best_model`, at 0216dab3): the first model GGUF (no "mmproj", "imatrix", "mtp-",
+///   "eagle3-", "dflash-", "dspark-" in its name; of a split, part 1) whose path holds TAG followed by
+///   '.' or '-' (any case); without a TAG, Q4_K_M, then Q8_0, then the first model GGUF. All its
+///   split parts are read.
 ///
 /// What was read is kept on disk (the cache folder, by default `$XDG_CACHE_HOME/headroom/remote`
 /// or `~/.cache/headroom/remote`) as a mirror of the repo: small files whole, and each weights
@@ -86,6 +94,12 @@ inline constexpr std::uint64_t kRemoteGgufFirstRangeBytes = 2ull << 20;
 inline constexpr std::uint64_t kRemoteMaxJsonBytes = 64ull << 20;
 /// Most shards of one repo read (the largest public checkpoints have a few hundred).
 inline constexpr std::size_t kRemoteMaxShards = 4096;
+/// Most entries of a hub file list read (the largest GGUF repos list a few hundred files).
+inline constexpr std::size_t kRemoteMaxListedFiles = 100'000;
+
+/// The file of @p paths (repo-relative, in the hub's order) that llama.cpp `-hf REPO[:TAG]` loads
+/// (see the file comment); nullopt when none matches. Part 1 for a split model.
+std::optional<std::string> pickHubGguf(const std::vector<std::string>& paths, const std::string& tag);
 
 /// Where and how remote models are read.
 struct RemoteOptions {
@@ -107,10 +121,12 @@ struct RemoteSource {
     Kind kind = Kind::HubRepo; ///< a hub repo or a URL of a .gguf file
     std::string repoId;        ///< "ORG/NAME" (HubRepo)
     std::string revision;      ///< "main" unless given (HubRepo)
+    std::string ggufTag;       ///< the GGUF preset after ':' ("Q4_K_M"; HubRepo), empty when none
     std::string url;           ///< the URL (Url)
 };
 
-/// `hf://ORG/NAME[@REV]`, `ORG/NAME[@REV]` or `http(s)://.../FILE.gguf`; nullopt for anything else.
+/// `hf://ORG/NAME[@REV][:TAG]`, `ORG/NAME[@REV][:TAG]` (TAG: letters, digits and '_', as llama.cpp's
+/// `-hf ORG/NAME:Q4_K_M`) or `http(s)://.../FILE.gguf`; nullopt for anything else.
 std::optional<RemoteSource> parseRemoteSource(const std::string& arg);
 
 /// Why a remote import failed: the HTTP side (status, offline) or the files' contents.

@@ -24,6 +24,7 @@
 
 #include "headroom/core/importers/importedmodel.h"
 #include "headroom/core/importers/importerror.h"
+#include "headroom/core/modelprofile.h"
 #include "headroom/core/units.h"
 
 #include <tl/expected.hpp>
@@ -96,6 +97,12 @@ std::vector<LocalModel> scanFolder(const std::filesystem::path& folder);
 
 /// Every model of every root, in the order hub caches, Ollama, LM Studio, folders.
 std::vector<LocalModel> findLocalModels(const LocalStoreRoots& roots);
+
+/// The profile of a local model for the faces' model pickers: named by its store's name
+/// ("meta-llama/Llama-2-7b-hf", "stories:260k", "PUBLISHER/REPO/FILE.gguf"), id = the path it was
+/// imported from (resolveModel reads it again), source = "STORE NAME[@REV] FORMAT VERSION PATH",
+/// with the exact bytes of its files. nullopt when its import failed or gave no architecture.
+std::optional<ModelProfile> localModelProfile(const LocalModel& model);
 
 /// The snapshot folder of repo @p repoId ("ORG/NAME") in @p hubCache, at @p revision (a branch
 /// name such as "main", a full commit, or a commit prefix of at least 7 hex digits; empty = "main",

@@ -1,0 +1,307 @@
+#include "headroom/core/enginelog/logreport.h"
+
+#include "headroom/core/resolve.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace headroom {
+
+namespace {
+
+std::string gib(double bytes)
+{
+    char b[64];
+    std::snprintf(b, sizeof b, "%.2f GiB", bytes / 1073741824.0);
+    return b;
+}
+
+std::string fixed2(double v)
+{
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", v);
+    return b;
+}
+
+std::string signedDiff(const ComponentComparison& c)
+{
+    if (!c.predicted || !c.measured)
+        return "";
+    const double d = static_cast<double>(c.predicted->value) - static_cast<double>(c.measured->value);
+    char b[64];
+    std::snprintf(b, sizeof b, "%+.2f GiB", d / 1073741824.0);
+    return b;
+}
+
+std::string figureLabel(const std::string& name)
+{
+    if (name == "kv_cache_tokens")
+        return "GPU KV cache size (tokens)";
+    if (name == "num_gpu_blocks")
+        return "# GPU blocks";
+    if (name == "max_batch_total_tokens")
+        return "max batch total tokens";
+    if (name == "max_kv_tokens")
+        return "tokens in paged KV cache";
+    if (name == "kv_blocks")
+        return "KV cache blocks";
+    if (name == "available_kv_cache")
+        return "available KV cache (bytes)";
+    return name; // max_total_num_tokens: SGLang's own word
+}
+
+std::uint64_t kvTokens(const PlanResult& p)
+{
+    return p.kvBlocks ? p.kvBlocks * p.paging.blockTokens : p.maxResidentTokens;
+}
+
+/// The profile whose id is the longest prefix, at a '-' boundary, of the repo name the log
+/// printed ("meta-llama/Llama-3.1-8B-Instruct" -> llama-3.1-8b; "Meta-" dropped): instruct and
+/// chat variants share the base model's architecture, hence its memory.
+const ModelProfile* profileNamedLike(const std::string& logModel, const ProfileSet& profiles)
+{
+    std::string name = logModel.substr(logModel.find_last_of("/\\") == std::string::npos ? 0 : logModel.find_last_of("/\\") + 1);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name.starts_with("meta-"))
+        name.erase(0, 5);
+    const ModelProfile* best = nullptr;
+    for (const ModelProfile& m : profiles.models) {
+        const bool matches = name == m.id || (name.starts_with(m.id) && name[m.id.size()] == '-');
+        if (matches && (!best || m.id.size() > best->id.size()))
+            best = &m;
+    }
+    return best;
+}
+
+/// "0.19.1", "v0.5.7": a dotted release number (not a commit, not a llama.cpp build "b2400").
+bool isRelease(const std::string& v)
+{
+    const std::string_view d = v.starts_with('v') ? std::string_view(v).substr(1) : std::string_view(v);
+    return !d.empty() && std::isdigit(static_cast<unsigned char>(d.front())) &&
+           d.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
+/// "3, 7, 12-15": line numbers with runs joined.
+std::string lineRanges(const std::vector<std::size_t>& lines)
+{
+    std::string out;
+    for (std::size_t i = 0; i < lines.size();) {
+        std::size_t j = i;
+        while (j + 1 < lines.size() && lines[j + 1] == lines[j] + 1)
+            ++j;
+        out += (out.empty() ? "" : ", ") + std::to_string(lines[i]) + (j > i ? "-" + std::to_string(lines[j]) : std::string());
+        i = j + 1;
+    }
+    return out;
+}
+
+std::vector<std::string> headerLinesOf(const EngineLog& log)
+{
+    std::vector<std::string> out{log.summary()};
+    if (!log.understoodLines.empty())
+        out.push_back("Lines understood: " + lineRanges(log.understoodLines));
+    if (log.cardTotalBytes)
+        out.push_back("Card      " + formatBytes(*log.cardTotalBytes) + " total" +
+                      (log.cardFreeBytes ? ", " + formatBytes(*log.cardFreeBytes) + " free at start" : std::string()));
+    if (!log.settings.empty()) {
+        std::string s = "Settings ";
+        for (const auto& [k, v] : log.settings)
+            s += ' ' + k + '=' + v;
+        out.push_back(s);
+    }
+    return out;
+}
+
+std::string kvFigureLineOf(const KvFigureComparison& f)
+{
+    const double err = f.printed ? (static_cast<double>(f.predicted) - static_cast<double>(f.printed)) / static_cast<double>(f.printed) * 100.0 : 0;
+    char e[32];
+    std::snprintf(e, sizeof e, "%+.1f %%", err);
+    return figureLabel(f.name) + ": the log " + formatThousands(f.printed) + ", the plan " + formatThousands(f.predicted) + " (" + e +
+           "), calibrated " + formatThousands(f.calibrated) + (f.calibrated == f.printed ? " (exact)" : "");
+}
+
+std::vector<std::string> calibrationLinesOf(const LogCalibration& cal)
+{
+    std::vector<std::string> out{"Calibration " + cal.name()};
+    if (cal.measured.activationPeakBytes)
+        out.push_back("activation peak " + formatBytes(*cal.measured.activationPeakBytes) + " at a micro-batch of " +
+                      formatThousands(cal.ubatchTokens) + " tokens");
+    if (cal.measured.runtimeBytes)
+        out.push_back("runtime " + formatBytes(*cal.measured.runtimeBytes));
+    return out;
+}
+
+LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, const LogReportOptions& o)
+{
+    LogWhatFits w;
+    const LogCalibration& cal = cmp.calibration;
+    w.contextTokens = o.contextTokens.value_or(std::max<std::uint64_t>(cmp.calibrated.contextTokens * 4, 4096));
+    w.users = o.users.value_or(16);
+    w.fractionFlag = memoryFractionFlag(request.engine.kind);
+    w.leaveFreeBytes = o.leaveFreeBytes;
+    const std::string ctx = formatThousands(w.contextTokens);
+    if (auto at = calibratedAt(request, cal, w.contextTokens, w.users)) {
+        w.plan = *at;
+        std::string line = "at context " + ctx + " and " + std::to_string(w.users) + " users: ";
+        if (at->kvBlocks > 0)
+            line += formatThousands(at->kvBlocks) + " blocks (" + formatThousands(at->kvBlocks * at->paging.blockTokens) + " tokens), ";
+        else
+            line += formatThousands(at->maxResidentTokens) + " tokens, ";
+        line += "room for " + (at->maxUsers ? formatThousands(*at->maxUsers) : std::string("-")) + " users of " + ctx +
+                " tokens: " + at->verdict.reason;
+        w.lines.push_back(line);
+    } else {
+        w.planError = at.error();
+        w.lines.push_back(at.error());
+    }
+    if (w.fractionFlag.empty())
+        return w;
+    if (auto f = largestFractionLeaving(request, w.leaveFreeBytes)) {
+        w.largestFraction = *f;
+        PlanRequest r = request;
+        r.engine.memoryFraction = *f;
+        std::string line = "the largest " + w.fractionFlag + " that leaves " + formatBytes(w.leaveFreeBytes) + " free: " + fixed2(*f);
+        if (auto p = makeCalibratedPlan(r, cal)) {
+            w.tokensAtLargestFraction = kvTokens(*p);
+            line += " (" + formatThousands(*w.tokensAtLargestFraction) + " tokens of KV)";
+        }
+        w.lines.push_back(line);
+    }
+    if (auto s = settingForUsers(request, cal, w.users, w.contextTokens)) {
+        w.forUsers = *s;
+        std::string line = "to hold " + std::to_string(w.users) + " users of " + ctx + " tokens: a KV pool of " +
+                           formatThousands(s->kvCacheBytes.value) + " bytes (" + formatBytes(s->kvCacheBytes) + ")";
+        if (request.engine.kind == EngineKind::Vllm)
+            line += ", --kv-cache-memory " + std::to_string(s->kvCacheBytes.value);
+        line += s->possible ? ", or " + w.fractionFlag + ' ' + fixed2(s->memoryFraction)
+                            : ": more than this card holds at any " + w.fractionFlag;
+        w.lines.push_back(line);
+    }
+    return w;
+}
+
+} // namespace
+
+std::string memoryFractionFlag(EngineKind kind)
+{
+    switch (kind) {
+    case EngineKind::Vllm: return "--gpu-memory-utilization";
+    case EngineKind::SgLang: return "--mem-fraction-static";
+    case EngineKind::Tgi: return "--cuda-memory-fraction";
+    case EngineKind::TensorRtLlm: return "free_gpu_memory_fraction";
+    default: return "";
+    }
+}
+
+tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, const LogReportOptions& o, const ProfileSet& profiles,
+                                                      std::vector<std::string>* notes)
+{
+    PlanRequest r;
+    auto engine = resolveEngine(engineProfileId(log), profiles);
+    if (!engine)
+        return tl::unexpected(log.engine.empty() ? "the log is from no engine headroom knows: " + log.summary() : engine.error());
+    // The rules of the version the log printed, when a profile covers it (vllm@0.6: the V0
+    // profile); a version newer than the rules headroom read is compared with the newest, saying so.
+    if (!log.version.empty()) {
+        auto versioned = resolveEngine(engineProfileId(log) + "@" + log.version, profiles);
+        if (versioned)
+            engine = std::move(versioned);
+        const bool newer = versioned && isRelease(log.version) && isRelease(engine->version) &&
+                           compareVersions(log.version, engine->version) > 0;
+        if (notes && (!versioned || newer))
+            notes->push_back("This log is from " + engineDisplayName(log.engine) + " " + log.version + ", " +
+                             (versioned ? "newer than the rules headroom read (" + engine->name + " " + engine->version + ")"
+                                        : "a version headroom has no rules for (" + versioned.error() + ")") +
+                             ": compared with the rules of " + engine->name + " " + engine->version +
+                             "; the lines listed above were understood.");
+    }
+    r.engine = *engine;
+    if (o.modelProfile) {
+        r.model = *o.modelProfile;
+    } else {
+        std::string modelArg = o.model;
+        if (modelArg.empty()) {
+            if (auto it = log.settings.find("model"); it != log.settings.end())
+                modelArg = it->second;
+            else
+                return tl::unexpected(std::string("the log names no model: give it with -m (a profile id, a path, or ORG/NAME)"));
+        }
+        auto model = resolveModel(modelArg, profiles);
+        const ModelProfile* like = !model && o.model.empty() ? profileNamedLike(modelArg, profiles) : nullptr;
+        if (!model && !like)
+            return tl::unexpected(model.error() + (o.model.empty() ? " (the model the log names; give another with -m)" : ""));
+        r.model = model ? *model : *like;
+        if (like && notes)
+            notes->push_back("The log names " + modelArg + ", which cannot be read here (" + model.error() +
+                             "); planned with the profile " + like->id + ", its base model (the same architecture); give another with -m.");
+    }
+    auto format = resolveFormat(o.weights, r.model);
+    if (!format)
+        return tl::unexpected(format.error());
+    r.format = *format;
+    std::string kv = o.kvDtype;
+    if (kv.empty())
+        if (auto it = log.settings.find("kv-cache-dtype"); it != log.settings.end() && it->second.starts_with("fp8"))
+            kv = "fp8";
+    auto kvDtype = resolveKvDtype(kv);
+    if (!kvDtype)
+        return tl::unexpected(kvDtype.error());
+    r.kvDtype = *kvDtype;
+    if (o.cardProfile) {
+        r.card = *o.cardProfile;
+    } else if (!o.card.empty()) {
+        auto card = resolveCard(o.card, profiles);
+        if (!card)
+            return tl::unexpected(card.error());
+        r.card = *card;
+    } else if (log.cardTotalBytes) {
+        r.card = anonymousCard(formatBytes(*log.cardTotalBytes), *log.cardTotalBytes);
+    } else {
+        return tl::unexpected(std::string("the log prints no card total: give the card with -c (a profile id or a size)"));
+    }
+    applyLogSettings(log, r);
+    return r;
+}
+
+tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, const std::string& logName,
+                                                         const LogReportOptions& options, const ProfileSet& profiles)
+{
+    using Stage = LogReportError::Stage;
+    auto log = parseEngineLog(text);
+    if (!log)
+        return tl::unexpected(LogReportError{Stage::Read, log.error().message, {}, {}});
+    if (log->engine.empty())
+        return tl::unexpected(LogReportError{
+            Stage::Engine, log->summary() + " Expected the start-up lines of vLLM, SGLang, TGI, TensorRT-LLM, llama.cpp or Ollama.",
+            log->summary(), log->warnings});
+    std::vector<std::string> requestNotes;
+    auto request = logPlanRequest(*log, options, profiles, &requestNotes);
+    if (!request)
+        return tl::unexpected(LogReportError{Stage::Request, request.error(), log->summary(), log->warnings});
+    auto cmp = compareWithLog(*log, *request, logName, std::string(text));
+    if (!cmp)
+        return tl::unexpected(LogReportError{Stage::Compare, cmp.error(), log->summary(), log->warnings});
+
+    LogReport report;
+    report.headerLines = headerLinesOf(*log);
+    report.headerLines.insert(report.headerLines.end(), requestNotes.begin(), requestNotes.end());
+    for (const LogTerm& t : log->terms)
+        report.terms.push_back({t.name, t.device.empty() ? t.rank : t.device, t.printed, std::to_string(t.line)});
+    report.comparisonTitle = "the plan for these settings: " + request->model.name + ", " + request->format.id + " weights, " +
+                             request->kvDtype.id + " KV, " + request->engine.name;
+    for (const ComponentComparison& c : cmp->components)
+        report.components.push_back({c.component, c.predicted ? gib(static_cast<double>(c.predicted->value)) : "-",
+                                     c.measured ? gib(static_cast<double>(c.measured->value)) : "-", signedDiff(c), c.how});
+    if (cmp->kvFigure)
+        report.kvFigureLine = kvFigureLineOf(*cmp->kvFigure);
+    report.calibrationLines = calibrationLinesOf(cmp->calibration);
+    report.whatFits = whatFitsOf(*request, *cmp, options);
+    report.log = std::move(*log);
+    report.request = std::move(*request);
+    report.comparison = std::move(*cmp);
+    return report;
+}
+
+} // namespace headroom
