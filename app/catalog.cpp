@@ -135,7 +135,7 @@ tl::expected<PlanRequest, std::string> requestFor(const Catalog& catalog, const 
         r.ubatchTokens = selection.ubatchTokens;
     // A calibration saved from this card's engine log (the Log panel, headroom-cli log --save)
     // applies here as in the CLI, and the plan names it.
-    return applySavedCalibration(std::move(r), catalog.profiles().userDir);
+    return applySavedCalibration(std::move(r), catalog.userProfilesDir());
 }
 
 tl::expected<PlanResult, std::string> planFor(const Catalog& catalog, const Selection& selection, const std::string& modelId,

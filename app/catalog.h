@@ -11,6 +11,7 @@
 #include <tl/expected.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ public:
     explicit Catalog(ProfileSet profiles);
 
     const ProfileSet& profiles() const { return m_profiles; }
+    /// The user profiles folder of this session (empty: none): calibrations saved from engine
+    /// logs live below it, and plans on their card and engine use them.
+    const std::filesystem::path& userProfilesDir() const { return m_userProfilesDir; }
+    void setUserProfilesDir(std::filesystem::path dir) { m_userProfilesDir = std::move(dir); }
     const std::vector<ModelProfile>& importedModels() const { return m_imported; }
     const std::vector<Card>& detectedCards() const { return m_detected; }
 
@@ -68,6 +73,7 @@ public:
 
 private:
     ProfileSet m_profiles;
+    std::filesystem::path m_userProfilesDir;
     std::vector<ModelProfile> m_imported;
     std::vector<Card> m_detected;
     std::vector<Card> m_sized;

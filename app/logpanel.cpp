@@ -329,9 +329,9 @@ void LogPanel::showResult(const tl::expected<LogReport, LogReportError>& result)
     for (const std::string& w : m_report->log.warnings)
         h += QStringLiteral("<p>warning: %1</p>").arg(html(w));
     m_view->setHtml(h);
-    const bool canSave = !m_catalog.profiles().userDir.empty();
+    const bool canSave = !m_catalog.userProfilesDir().empty();
     m_save->setEnabled(canSave);
-    m_save->setToolTip(canSave ? QString::fromStdString(calibrationPath(m_catalog.profiles().userDir, m_report->comparison.calibration).string())
+    m_save->setToolTip(canSave ? QString::fromStdString(calibrationPath(m_catalog.userProfilesDir(), m_report->comparison.calibration).string())
                                : QStringLiteral("No user profiles folder in this session"));
     m_status->setText(QString::fromStdString(m_report->log.summary()));
 }
@@ -350,7 +350,7 @@ tl::expected<QString, QString> LogPanel::saveCalibration()
 {
     if (!m_report)
         return tl::unexpected(QStringLiteral("No calibration: read a log first"));
-    const std::filesystem::path dir = m_catalog.profiles().userDir;
+    const std::filesystem::path dir = m_catalog.userProfilesDir();
     if (dir.empty())
         return tl::unexpected(QStringLiteral("No user profiles folder in this session"));
     const std::filesystem::path out = calibrationPath(dir, m_report->comparison.calibration);

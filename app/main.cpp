@@ -121,7 +121,8 @@ int main(int argc, char** argv)
     const std::filesystem::path exe = QCoreApplication::applicationFilePath().toStdString();
     const std::filesystem::path builtin = parser.isSet(profiles) ? std::filesystem::path(parser.value(profiles).toStdString())
                                                                  : headroom::defaultProfilesDir(exe);
-    auto loaded = headroom::loadProfiles(builtin, shooting ? std::filesystem::path() : headroom::defaultUserProfilesDir());
+    const std::filesystem::path userProfiles = shooting ? std::filesystem::path() : headroom::defaultUserProfilesDir();
+    auto loaded = headroom::loadProfiles(builtin, userProfiles);
     if (!loaded) {
         const QString message = QString::fromStdString("Cannot load profiles: " + headroom::toString(loaded.error()));
         std::fprintf(stderr, "headroom: %s\n", qPrintable(message));
@@ -141,7 +142,9 @@ int main(int argc, char** argv)
         options.cardArgs.push_back(c.trimmed().toStdString());
     options.probeBackend = headroom::app::createProbeBackend(
         {QCoreApplication::applicationFilePath(), QString::fromLatin1(headroom::app::kProbeWorkerArgument)});
-    headroom::app::MainWindow window(headroom::app::Catalog(std::move(*loaded)), options);
+    headroom::app::Catalog catalog(std::move(*loaded));
+    catalog.setUserProfilesDir(userProfiles);
+    headroom::app::MainWindow window(std::move(catalog), options);
     if (shooting || parser.isSet(size))
         window.resize(width, height);
     else if (!useSettings)

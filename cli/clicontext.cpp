@@ -11,15 +11,18 @@ std::filesystem::path CliContext::profilesDir() const
     return defaultProfilesDir(m_executable);
 }
 
+std::filesystem::path CliContext::userProfilesDir() const
+{
+    return userProfilesOverride.empty() ? defaultUserProfilesDir() : std::filesystem::path(userProfilesOverride);
+}
+
 const ProfileSet* CliContext::profiles()
 {
     if (m_profiles)
         return &*m_profiles;
     if (m_loadFailed)
         return nullptr;
-    const std::filesystem::path user = userProfilesOverride.empty() ? defaultUserProfilesDir()
-                                                                     : std::filesystem::path(userProfilesOverride);
-    auto loaded = loadProfiles(profilesDir(), user);
+    auto loaded = loadProfiles(profilesDir(), userProfilesDir());
     if (!loaded) {
         m_loadFailed = true;
         fail("cannot load profiles: " + toString(loaded.error()));

@@ -27,6 +27,9 @@ public:
     const ProfileSet* profiles();
     /// Folder of the built-in profiles (--profiles overrides).
     std::filesystem::path profilesDir() const;
+    /// The user overlay folder (--user-profiles, else defaultUserProfilesDir()): user profiles and
+    /// the calibrations saved from engine logs.
+    std::filesystem::path userProfilesDir() const;
 
     std::string profilesOverride;  ///< --profiles DIR
     std::string userProfilesOverride; ///< --user-profiles DIR

@@ -80,12 +80,12 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
 namespace {
 
 /// The calibration of --calibration FILE, or the one saved for the request's card and engine.
-tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, const ProfileSet& profiles, PlanRequest r)
+tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, const std::filesystem::path& userProfilesDir, PlanRequest r)
 {
     if (o.calibration == "none" || r.engine.kind == EngineKind::Flat)
         return r;
     if (o.calibration.empty())
-        return applySavedCalibration(std::move(r), profiles.userDir);
+        return applySavedCalibration(std::move(r), userProfilesDir);
     auto c = readCalibration(o.calibration);
     if (!c)
         return tl::unexpected(c.error());
@@ -97,7 +97,8 @@ tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, co
 
 } // namespace
 
-tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles)
+tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles,
+                                                                 const std::filesystem::path& userProfilesDir)
 {
     const std::vector<std::string> models = o.models.empty() || o.models[0].empty() ? std::vector<std::string>{kDefaultModel} : o.models;
     const std::vector<std::string> cards = o.cards.empty() || o.cards[0].empty() ? std::vector<std::string>{"rtx-4090"} : o.cards;
@@ -176,7 +177,7 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r = withQuestionDefaults(std::move(r));
                 else if (!r.users && !r.contextTokens)
                     r.users = kDefaultUsers;
-                auto calibrated = applyCalibration(o, profiles, std::move(r));
+                auto calibrated = applyCalibration(o, userProfilesDir, std::move(r));
                 if (!calibrated)
                     return tl::unexpected(calibrated.error());
                 out.push_back(std::move(*calibrated));

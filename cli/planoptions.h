@@ -7,6 +7,7 @@
 #include "headroom/core/defaults.h"
 #include "headroom/core/plan.h"
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,7 +43,8 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi);
 
 /// One request per (model, format, card), in that nesting order, with the question defaults of
 /// verdict.h applied. Errors name the bad input (a --reserve the card cannot hold among them).
-tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles);
+tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles,
+                                                                 const std::filesystem::path& userProfilesDir = {});
 
 /// Fills the matrix defaults for what is not given: the default model and the 8/16/24 GB cards
 /// (table, report). The format and the question (users, context) default in buildRequests, the

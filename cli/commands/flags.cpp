@@ -64,7 +64,7 @@ void run(const PlanOptions& o, CliContext& ctx)
     const ProfileSet* profiles = ctx.profiles();
     if (!profiles)
         return;
-    auto requests = buildRequests(o, *profiles);
+    auto requests = buildRequests(o, *profiles, ctx.userProfilesDir());
     if (!requests)
         return ctx.fail(requests.error());
     auto plans = runPlans(*requests);

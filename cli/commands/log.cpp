@@ -137,7 +137,7 @@ void runLog(CliContext& ctx, const LogOptions& o)
     if (!o.output.empty())
         out = o.output;
     else if (o.save)
-        out = calibrationPath(profiles->userDir, report->comparison.calibration);
+        out = calibrationPath(ctx.userProfilesDir(), report->comparison.calibration);
     if (!out.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(out.parent_path(), ec);

@@ -206,7 +206,7 @@ void run(const ReportOptions& given, CliContext& ctx)
         return;
     PlanOptions opts = o.plan;
     applyMatrixDefaults(opts);
-    auto requests = buildRequests(opts, *profiles);
+    auto requests = buildRequests(opts, *profiles, ctx.userProfilesDir());
     if (!requests)
         return ctx.fail(requests.error());
     auto plans = runPlans(*requests);

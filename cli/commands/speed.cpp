@@ -100,7 +100,7 @@ void run(const SpeedOptions& o, CliContext& ctx)
     const ProfileSet* profiles = ctx.profiles();
     if (!profiles)
         return;
-    auto requests = buildRequests(o.plan, *profiles);
+    auto requests = buildRequests(o.plan, *profiles, ctx.userProfilesDir());
     if (!requests)
         return ctx.fail(requests.error());
     auto plans = runPlans(*requests);

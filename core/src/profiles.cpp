@@ -438,7 +438,6 @@ tl::expected<ProfileSet, ProfileError> loadProfilesImpl(const fs::path& builtinD
         return tl::make_unexpected(engineSchema.error());
 
     ProfileSet set;
-    set.userDir = userDir;
     if (auto error = loadKind(builtinDir / "models", *modelSchema, set.models))
         return tl::make_unexpected(*error);
     if (auto error = loadKind(builtinDir / "cards", *cardSchema, set.cards))

@@ -1,6 +1,7 @@
 #include "headroom/core/resolve.h"
 
 #include "headroom/core/importers/importedmodel.h"
+#include "headroom/core/importers/importedprofile.h"
 #include "headroom/core/remote/remotemodel.h"
 #include "headroom/core/stores/localstores.h"
 

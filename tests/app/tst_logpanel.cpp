@@ -222,6 +222,7 @@ TEST_CASE("a calibration saved from the Log panel is used, and named, by the app
     auto loaded = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles", user.path().toStdString());
     REQUIRE(loaded);
     Catalog cat(*loaded);
+    cat.setUserProfilesDir(user.path().toStdString());
     LogPanel panel(cat);
     choose(panel.modelCombo(), QStringLiteral("llama-3.1-8b"));
     choose(panel.weightsCombo(), QStringLiteral("bf16"));

@@ -1,6 +1,7 @@
 #include "headroom/core/enginelog/calibration.h"
 
 #include "headroom/core/engines/engine.h"
+#include "headroom/core/engines/bill.h"
 #include "headroom/core/importers/importedmodel.h"
 #include "headroom/core/importers/regularfile.h"
 
@@ -183,12 +184,21 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
         row("weights", p.weightsBytes, log.sumOverDevices("model_buffer") ? std::optional<Bytes>(toBytes(*log.sumOverDevices("model_buffer")))
                                                                           : logBytes(log, "weights.total"),
             log.find("model_buffer") ? "model buffers, all devices" : line("weights.total"));
+        // The engine unit's own figures (llama.cpp llama-context.cpp / llama-kv-cache.cpp, Ollama
+        // memory.go), as the corpus harness compares them; the generic terms when it has none.
+        const auto figure = [&](const char* name) -> std::optional<Bytes> {
+            for (const EngineFigure& f : p.engineFigures)
+                if (f.name == name && f.unit == "bytes")
+                    return toBytes(f.value);
+            return std::nullopt;
+        };
         const auto compute = log.value("compute_buffer", "CUDA0");
-        row("compute_buffer", overhead(p, {"activation_peak"}), compute ? std::optional<Bytes>(toBytes(*compute)) : logBytes(log, "graph.full"),
+        row("compute_buffer", figure("compute_buffer_bytes").value_or(overhead(p, {"compute_buffer", "activation_peak"})),
+            compute ? std::optional<Bytes>(toBytes(*compute)) : logBytes(log, "graph.full"),
             compute ? "CUDA0 compute buffer" : line("graph.full"));
         const auto kvSum = log.sumOverDevices("kv_buffer");
         const std::uint64_t cells = std::max<std::uint64_t>(p.contextTokens, 1);
-        row("kv_buffer", Bytes{p.kvBytesPerToken.value * cells * std::max<std::uint64_t>(p.users, 1)},
+        row("kv_buffer", figure("kv_buffer_bytes").value_or(Bytes{p.kvBytesPerToken.value * cells * std::max<std::uint64_t>(p.users, 1)}),
             kvSum ? std::optional<Bytes>(toBytes(*kvSum)) : logBytes(log, "required.kv"),
             kvSum ? "KV buffers, all devices" : line("required.kv"));
     }

@@ -3,7 +3,7 @@
 #include "storeshared.h"
 
 #include "headroom/core/importers/ggufreader.h"
-#include "headroom/core/resolve.h"
+#include "headroom/core/importers/importedprofile.h"
 
 #include <algorithm>
 #include <cstdlib>

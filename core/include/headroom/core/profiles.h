@@ -38,10 +38,6 @@ struct ProfileSet {
     /// User profile files that were skipped (unreadable, invalid, or a duplicate id), one error
     /// each: the front ends print them as warnings. Built-in profiles never land here.
     std::vector<ProfileError> warnings;
-    /// The user overlay folder these were loaded with (empty: none). Calibrations saved from
-    /// engine logs live below it (enginelog/calibration.h calibrationPath), so every face finds
-    /// the ones of the folder it was given (--user-profiles, HEADROOM_USER_PROFILES, XDG_CONFIG_HOME).
-    std::filesystem::path userDir;
 
     const ModelProfile* findModel(const std::string& id) const;
     const Card* findCard(const std::string& id) const;

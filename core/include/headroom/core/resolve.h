@@ -6,7 +6,6 @@
 
 #include "headroom/core/card.h"
 #include "headroom/core/enginepolicy.h"
-#include "headroom/core/importers/importedmodel.h"
 #include "headroom/core/kvcache.h"
 #include "headroom/core/modelprofile.h"
 #include "headroom/core/profiles.h"
@@ -33,11 +32,6 @@ std::optional<RepoId> parseRepoId(const std::string& arg);
 /// Face repo id "ORG/NAME[@REV]" held in a local hub cache (stores/localstores.h). Errors name
 /// the argument, or the file with byte offset / key from the importer.
 tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, const ProfileSet& profiles);
-
-/// The profile of a model read from its own files (importers/importedmodel.h): id = the path
-/// (re-resolvable), name = the model's own name (GGUF general.name, config _name_or_path) else
-/// its file or folder name, source = "FORMAT VERSION PATH", exact weights when the files gave them.
-ModelProfile modelProfileFromImport(const ImportedModel& imported);
 
 /// A card: a profile id ("rtx-4090") or a size ("8GiB", "24GB", "16384MiB") as an anonymous card.
 tl::expected<Card, std::string> resolveCard(const std::string& arg, const ProfileSet& profiles);
