@@ -10,7 +10,6 @@
 #include <QDoubleSpinBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFuture>
@@ -226,21 +225,12 @@ void LogPanel::openFileDialog()
 
 void LogPanel::openFile(const QString& path)
 {
-    QFile file(path);
-    const EngineLogLimits limits;
-    if (!file.open(QIODevice::ReadOnly)) {
-        m_status->setText(QStringLiteral("Cannot read %1: %2").arg(path, file.errorString()));
+    auto text = readEngineLogFile(path.toStdString());
+    if (!text) {
+        m_status->setText(QString::fromStdString(text.error().message));
         return;
     }
-    if (static_cast<std::uint64_t>(file.size()) > limits.maxBytes) {
-        m_status->setText(QStringLiteral("%1: %2 bytes, more than the %3 bytes a start-up log may have")
-                              .arg(path)
-                              .arg(file.size())
-                              .arg(limits.maxBytes));
-        return;
-    }
-    const QByteArray bytes = file.read(static_cast<qint64>(limits.maxBytes) + 1);
-    m_text.assign(bytes.constData(), static_cast<std::size_t>(bytes.size()));
+    m_text = std::move(*text);
     m_name = QFileInfo(path).fileName().toStdString();
     analyze();
 }

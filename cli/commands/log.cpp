@@ -14,11 +14,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
-#include <sstream>
 
 namespace headroom::cli {
 
@@ -37,23 +34,21 @@ struct LogOptions {
     std::string output;
 };
 
-tl::expected<std::string, std::string> readLog(const std::string& file, std::uint64_t maxBytes)
+/// The log of @p file (core's reader: a regular file, bounded), or standard input for "-" (read
+/// to one byte past the limit, so that the parser refuses an oversized log by its size).
+tl::expected<std::string, std::string> readLog(const std::string& file, const EngineLogLimits& limits)
 {
+    if (file != "-") {
+        auto text = readEngineLogFile(file, limits);
+        if (!text)
+            return tl::unexpected(text.error().message);
+        return std::move(*text);
+    }
     std::string text;
-    auto readFrom = [&](std::istream& in) {
-        char buf[65536];
-        while (in && text.size() <= maxBytes) {
-            in.read(buf, sizeof buf);
-            text.append(buf, static_cast<std::size_t>(in.gcount()));
-        }
-    };
-    if (file == "-") {
-        readFrom(std::cin);
-    } else {
-        std::ifstream in(file, std::ios::binary);
-        if (!in)
-            return tl::unexpected("cannot read " + file + ": no such file or not readable");
-        readFrom(in);
+    char buf[65536];
+    while (std::cin && text.size() <= limits.maxBytes) {
+        std::cin.read(buf, sizeof buf);
+        text.append(buf, static_cast<std::size_t>(std::cin.gcount()));
     }
     return text;
 }
@@ -101,7 +96,7 @@ void runLog(CliContext& ctx, const LogOptions& o)
     if (!profiles)
         return;
     const EngineLogLimits limits;
-    auto text = readLog(o.file, limits.maxBytes);
+    auto text = readLog(o.file, limits);
     if (!text) {
         ctx.fail(text.error());
         return;

@@ -156,7 +156,8 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
     };
     const bool ggml = log.engine == "llama.cpp" || log.engine == "ollama";
     if (!ggml) {
-        row("weights", p.weightsBytes, logBytes(log, "weights"), line("weights"));
+        // vLLM's "Model loading took" includes the rotary cos/sin cache the bill prices apart.
+        row("weights", p.weightsBytes + overhead(p, {"rotary_cache"}), logBytes(log, "weights"), line("weights"));
         const Bytes act = overhead(p, {"activation_peak", "logits"});
         std::optional<Bytes> measuredAct = logBytes(log, "activation_peak");
         std::string how = line("activation_peak");
@@ -169,7 +170,7 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
                       "): the profile run's peak, non-torch memory and graphs together";
             }
         row("activation_peak", act, measuredAct, how);
-        row("non_torch", overhead(p, {"cuda_context"}), logBytes(log, "non_torch"), line("non_torch"));
+        row("non_torch", overhead(p, {"cuda_context", "non_torch"}), logBytes(log, "non_torch"), line("non_torch"));
         std::optional<Bytes> graphs = logBytes(log, "cuda_graph_captured");
         row("cuda_graphs", overhead(p, {"cuda_graphs"}), graphs ? graphs : logBytes(log, "cuda_graph_estimate"),
             graphs ? line("cuda_graph_captured") : line("cuda_graph_estimate"));

@@ -2,6 +2,8 @@
 // dispatch of each line to the engines' line readers (enginelines.cpp).
 #include "headroom/core/enginelog/enginelog.h"
 
+#include "headroom/core/importers/regularfile.h"
+
 #include "enginelogshared.h"
 
 #include <algorithm>
@@ -323,6 +325,20 @@ std::string EngineLog::summary() const
              (version.empty() ? (generation.empty() ? std::string(")") : "; the lines are " + generation + "'s)") : std::string());
     s += "; " + std::to_string(understoodLines.size()) + " of " + std::to_string(lineCount) + " lines were understood.";
     return s;
+}
+
+tl::expected<std::string, EngineLogError> readEngineLogFile(const std::filesystem::path& path, const EngineLogLimits& limits)
+{
+    auto file = RegularFile::open(path);
+    if (!file)
+        return tl::unexpected(EngineLogError{"cannot read " + path.string() + ": " + file.error().message});
+    if (file->sizeBytes() > limits.maxBytes)
+        return tl::unexpected(EngineLogError{path.string() + ": " + std::to_string(file->sizeBytes()) + " bytes, more than the " +
+                                             std::to_string(limits.maxBytes) + " a start-up log needs: cut it to the start-up"});
+    auto text = file->readStringAt(0, file->sizeBytes());
+    if (!text)
+        return tl::unexpected(EngineLogError{"cannot read " + path.string() + ": " + text.error().message});
+    return std::move(*text);
 }
 
 tl::expected<EngineLog, EngineLogError> parseEngineLog(std::string_view text, const EngineLogLimits& limits)

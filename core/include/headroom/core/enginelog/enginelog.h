@@ -43,6 +43,7 @@
 #include <tl/expected.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -109,6 +110,10 @@ std::string engineDisplayName(std::string_view engine);
 /// Parses @p text (the whole log). Errors only when the input exceeds limits.maxBytes; a log with
 /// nothing understood parses with an empty engine.
 tl::expected<EngineLog, EngineLogError> parseEngineLog(std::string_view text, const EngineLogLimits& limits = {});
+
+/// The text of the log file @p path: a regular file opened once (importers/regularfile.h: a FIFO,
+/// a device or a socket is refused, never read), at most limits.maxBytes. Errors name the file.
+tl::expected<std::string, EngineLogError> readEngineLogFile(const std::filesystem::path& path, const EngineLogLimits& limits = {});
 
 /// The text of a log with ANSI escape sequences removed (CSI `ESC [ ... final` and OSC
 /// `ESC ] ... BEL|ESC \`), for display and for the parser.
