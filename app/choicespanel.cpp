@@ -55,6 +55,14 @@ QString cardLabel(const Card& card)
 
 QString modelLabel(const ModelProfile& m) { return QString::fromStdString(m.name.empty() ? m.id : m.name); }
 
+QString modelToolTip(const ModelProfile& m)
+{
+    // Imports carry their files' content hash; built-in profiles have none.
+    if (!m.contentHash.empty())
+        return QStringLiteral("%1\nread from %2").arg(modelLabel(m), QString::fromStdString(m.id));
+    return QStringLiteral("%1\nbuilt-in profile '%2'").arg(modelLabel(m), QString::fromStdString(m.id));
+}
+
 QString errorStyleSheet()
 {
     const bool dark = QGuiApplication::palette().color(QPalette::Window).lightness() < 128;
@@ -156,6 +164,9 @@ void ChoicesPanel::connectControls()
 {
     connect(m_importFile, &QPushButton::clicked, this, &ChoicesPanel::importFileRequested);
     connect(m_importFolder, &QPushButton::clicked, this, &ChoicesPanel::importFolderRequested);
+    // The chosen model's hover text (an import's path) follows the choice, also while syncing.
+    connect(m_modelCombo, &QComboBox::currentIndexChanged, this,
+            [this] { m_modelCombo->setToolTip(m_modelCombo->currentData(Qt::ToolTipRole).toString()); });
     for (QComboBox* combo : {m_modelCombo, m_formatCombo, m_kvCombo, m_engineCombo, m_modeCombo})
         connect(combo, &QComboBox::currentIndexChanged, this, [this, combo] {
             if (m_syncing)
@@ -222,9 +233,7 @@ void ChoicesPanel::refillModels()
     for (const std::string& id : m_catalog.modelIds()) {
         const ModelProfile* m = m_catalog.findModel(id);
         m_modelCombo->addItem(modelLabel(*m), QString::fromStdString(id));
-        m_modelCombo->setItemData(m_modelCombo->count() - 1,
-                                  QStringLiteral("%1\n%2").arg(QString::fromStdString(id), QString::fromStdString(m->source)),
-                                  Qt::ToolTipRole);
+        m_modelCombo->setItemData(m_modelCombo->count() - 1, modelToolTip(*m), Qt::ToolTipRole);
     }
     setCombo(m_modelCombo, m_selection.modelId);
 }
@@ -254,6 +263,7 @@ void ChoicesPanel::sync()
 {
     m_syncing = true;
     setCombo(m_modelCombo, m_selection.modelId);
+    m_modelCombo->setToolTip(m_modelCombo->currentData(Qt::ToolTipRole).toString());
     setCombo(m_formatCombo, m_selection.formatId);
     setCombo(m_kvCombo, m_selection.kvDtypeId);
     setCombo(m_engineCombo, m_selection.engineId);

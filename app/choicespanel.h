@@ -90,6 +90,9 @@ private:
 QString cardLabel(const Card& card);
 /// The model's own name, else its id.
 QString modelLabel(const ModelProfile& model);
+/// The hover text of a model: an imported model's path (its id), a built-in one's profile id
+/// (the profile's provenance notes are for its maintainers).
+QString modelToolTip(const ModelProfile& model);
 /// Red text in the current palette, for messages that need an action.
 QString errorStyleSheet();
 

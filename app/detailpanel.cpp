@@ -115,7 +115,7 @@ void DetailPanel::setCell(const Catalog& catalog, const Selection& selection, co
                          .arg(model ? modelLabel(*model) : QString::fromStdString(p.modelId), QString::fromStdString(p.formatId),
                               QString::fromStdString(p.kvDtypeId), cardLabel(*card),
                               engine ? QString::fromStdString(engine->name) : QString::fromStdString(p.engineId)));
-    m_title->setToolTip(model ? QString::fromStdString(model->source) : QString());
+    m_title->setToolTip(model ? modelToolTip(*model) : QString());
     m_limits->setText(verdictText(p));
     m_limits->setToolTip(QString::fromStdString(p.reason));
     m_bill->setPlan(p, users, context);

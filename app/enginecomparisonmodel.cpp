@@ -89,8 +89,7 @@ QVariant EngineComparisonModel::data(const QModelIndex& index, int role) const
         if (role == Qt::DisplayRole || role == RawRole)
             return QString::fromStdString(row.policy.name);
         if (role == Qt::ToolTipRole)
-            return explainPolicy(row.policy) + (row.plan ? QStringLiteral("\n") + QString::fromStdString(row.plan->reason) : QString())
-                   + QStringLiteral("\nsource: ") + QString::fromStdString(row.policy.source);
+            return explainPolicy(row.policy) + (row.plan ? QStringLiteral("\n") + QString::fromStdString(row.plan->reason) : QString());
         return {};
     }
     if (!row.plan) {

@@ -31,6 +31,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
+#include <QTimer>
 #include <QShowEvent>
 #include <QSignalBlocker>
 #include <QSplitter>
@@ -73,8 +74,13 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
     m_log->setWindowTitle(QStringLiteral("Engine log - Headroom"));
     m_log->resize(1280, 800);
 
-    if (m_options.useSettings)
+    if (m_options.useSettings) {
         loadSettings();
+        m_saveTimer = new QTimer(this);
+        m_saveTimer->setSingleShot(true);
+        m_saveTimer->setInterval(1000);
+        connect(m_saveTimer, &QTimer::timeout, this, &MainWindow::saveSettings);
+    }
     Selection& s = m_initial;
     if (!m_options.cardArgs.empty()) {
         s.cardIds.clear();
@@ -208,6 +214,8 @@ void MainWindow::onChoice(int change)
     if (c == ChoicesPanel::Change::Cards && !contains(s.cardIds, m_detailCard))
         m_detailCard = s.cardIds.empty() ? std::string() : s.cardIds.back();
     refresh();
+    if (m_saveTimer)
+        m_saveTimer->start();
 }
 
 void MainWindow::onImported(const ModelProfile& model, const QString& path)
@@ -229,6 +237,19 @@ void MainWindow::onImported(const ModelProfile& model, const QString& path)
     refresh();
 }
 
+namespace {
+
+/// A recent import's menu text: the file's name, or its folder's for a folder or a config.json.
+QString recentImportLabel(const QString& path)
+{
+    const QFileInfo info(path);
+    if (info.fileName().isEmpty() || info.fileName() == QLatin1String("config.json"))
+        return QFileInfo(info.fileName().isEmpty() ? path.chopped(1) : info.path()).fileName();
+    return info.fileName();
+}
+
+} // namespace
+
 void MainWindow::rememberImport(const QString& path)
 {
     m_recentImports.removeAll(path);
@@ -243,8 +264,7 @@ void MainWindow::rememberImport(const QString& path)
         return;
     m_recentMenu->clear();
     for (const QString& p : m_recentImports)
-        m_recentMenu->addAction(QFileInfo(p).fileName().isEmpty() ? p : QFileInfo(p).fileName(), this, [this, p] { importModel(p); })
-            ->setToolTip(p);
+        m_recentMenu->addAction(recentImportLabel(p), this, [this, p] { importModel(p); })->setToolTip(p);
     m_recentMenu->setEnabled(!m_recentImports.isEmpty());
 }
 

@@ -19,6 +19,7 @@ class QListWidget;
 class QSplitter;
 class QTabWidget;
 class QTableView;
+class QTimer;
 
 namespace headroom::app {
 
@@ -144,6 +145,7 @@ private:
     DetailPanel* m_detail = nullptr;
     QAction* m_darkAction = nullptr;
     QMenu* m_recentMenu = nullptr;
+    QTimer* m_saveTimer = nullptr; ///< saves the settings shortly after a change (a killed app keeps them)
     QSplitter* m_split = nullptr;
     bool m_splitSized = false;
 

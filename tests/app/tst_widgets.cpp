@@ -3,6 +3,7 @@
 
 #include "apptestutils.h"
 #include "breakdownmodel.h"
+#include "choicespanel.h"
 #include "chartspanel.h"
 #include "enginecomparisonmodel.h"
 #include "formatting.h"
@@ -38,6 +39,7 @@
 #include <QHeaderView>
 #include <QRegularExpression>
 #include <QScrollBar>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStyle>
 #include <QSlider>
@@ -444,6 +446,61 @@ TEST_CASE("importing a config.json runs on a worker and adds the model", "[impor
     w.importModel(dir.filePath(QStringLiteral("missing.gguf")));
     // A fast failure can finish before .then() is attached; Qt then runs the continuation at once.
     REQUIRE((!failed.isEmpty() || failed.wait(10000)));
+}
+
+TEST_CASE("an imported model is named by its folder, keeps the format, and is remembered across restarts", "[import]")
+{
+    QTemporaryDir dir;
+    REQUIRE(dir.isValid());
+    QDir(dir.path()).mkpath(QStringLiteral("TinyLlama-2B"));
+    const QString folder = dir.filePath(QStringLiteral("TinyLlama-2B"));
+    QFile file(folder + QStringLiteral("/config.json"));
+    REQUIRE(file.open(QIODevice::WriteOnly));
+    file.write(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+        "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
+        "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"})");
+    file.close();
+    // The settings of this test live in the temporary folder, not in the user's.
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.filePath(QStringLiteral("settings")));
+    QSettings().clear();
+
+    MainWindow::Options o = testOptions();
+    o.useSettings = true;
+    std::string importedId;
+    {
+        MainWindow w(catalog(), o);
+        const std::string formatBefore = w.selection().formatId;
+        QSignalSpy imported(w.importer(), &ModelImporter::imported);
+        w.importModel(folder);
+        REQUIRE((!imported.isEmpty() || imported.wait(10000)));
+        QTest::qWait(50);
+        importedId = w.selection().modelId;
+        const ModelProfile* m = w.catalog().findModel(importedId);
+        REQUIRE(m);
+        CHECK(modelLabel(*m) == QStringLiteral("TinyLlama-2B"));
+        CHECK(modelToolTip(*m).contains(folder));
+        CHECK(w.selection().formatId == formatBefore); // the weight format is not switched to the files'
+        // Saved a moment after the change, not only on a normal close (a killed app keeps it).
+        QTest::qWait(1300);
+        CHECK(QSettings().value(QStringLiteral("selection/model")).toString().toStdString() == importedId);
+        w.close();
+    }
+    {
+        MainWindow w(catalog(), o);
+        QSignalSpy imported(w.importer(), &ModelImporter::imported);
+        if (!w.catalog().findModel(importedId))
+            REQUIRE(imported.wait(10000));
+        QTest::qWait(50);
+        CHECK(w.selection().modelId == importedId);
+        REQUIRE(w.catalog().findModel(importedId));
+        CHECK(modelLabel(*w.catalog().findModel(importedId)) == QStringLiteral("TinyLlama-2B"));
+        QStringList recent;
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->toolTip() == folder)
+                recent << a->text();
+        CHECK(recent == QStringList{QStringLiteral("TinyLlama-2B")});
+    }
+    QSettings().clear();
 }
 
 TEST_CASE("the window renders to PNG at its size in light and dark", "[screenshot]")
