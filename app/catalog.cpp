@@ -130,8 +130,10 @@ tl::expected<PlanRequest, std::string> requestFor(const Catalog& catalog, const 
     r.engine = *engine;
     r.contextTokens = selection.contextTokens;
     r.users = selection.users;
-    // The chosen micro-batch belongs to the chosen engine; a compared engine uses its own.
-    if (engineName == selection.engineId)
+    // The chosen micro-batch belongs to the chosen engine; a compared engine uses its own. Left at
+    // the engine's own value it is not set, so that the engine derives it as the CLI does without
+    // --ubatch (SGLang's chunked prefill by card size, for one).
+    if (engineName == selection.engineId && selection.ubatchTokens != engine->ubatchTokens)
         r.ubatchTokens = selection.ubatchTokens;
     // A calibration saved from this card's engine log (the Log panel, headroom-cli log --save)
     // applies here as in the CLI, and the plan names it.

@@ -142,10 +142,14 @@ tl::expected<LaunchFlags, std::string> launchFlagsFor(const Catalog& catalog, co
     if (chosen && launchEngineFor(chosen->kind) == engine) {
         engineId = chosen->id;
     } else {
+        // The engine's current release (its profile covers "to current"), as `--engine NAME` picks;
+        // an older release's profile only when there is no current one.
         for (const EnginePolicy& e : catalog.profiles().engines)
-            if (launchEngineFor(e.kind) == engine) {
+            if (launchEngineFor(e.kind) == engine && (engineId.empty() || e.versionUntil.empty())) {
+                const bool current = e.versionUntil.empty();
                 engineId = e.id;
-                break;
+                if (current)
+                    break;
             }
     }
     if (engineId.empty())

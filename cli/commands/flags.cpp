@@ -87,7 +87,7 @@ void run(const PlanOptions& o, CliContext& ctx)
         return;
     }
     std::cout << "# " << r.engine.name << " launch flags for " << p.modelId << " (" << p.formatId << ", " << p.kvDtypeId
-              << " KV) on " << p.cardId << ": " << formatThousands(flags->point.users) << " users x "
+              << " KV) on " << p.cardId << ": " << formatThousands(flags->point.users) << (flags->point.users == 1 ? " user x " : " users x ")
               << formatThousands(flags->point.contextTokens) << " tokens\n";
     std::cout << flags->command << "\n\n";
     TextTable t;
@@ -99,7 +99,7 @@ void run(const PlanOptions& o, CliContext& ctx)
     t.print(std::cout, "  ");
     if (flags->point.lowered)
         std::cout << "  note: " << formatThousands(p.contextTokens) << " tokens for " << formatThousands(flags->point.users)
-                  << " users do not fit; the context is lowered to " << formatThousands(flags->point.contextTokens) << '\n';
+                  << (flags->point.users == 1 ? " user does" : " users do") << " not fit; the context is lowered to " << formatThousands(flags->point.contextTokens) << '\n';
     for (const std::string& n : flags->notes)
         std::cout << "  note: " << n << '\n';
 }

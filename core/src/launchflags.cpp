@@ -228,7 +228,7 @@ tl::expected<LaunchPoint, std::string> launchPoint(const PlanResult& plan)
     point.users = std::max<std::uint64_t>(plan.users, 1);
     std::uint64_t most = mostContextTokens(plan, point.users);
     if (most == 0)
-        return tl::unexpected("nothing to launch: " + std::to_string(point.users) + " user(s) do not fit on " + plan.cardId
+        return tl::unexpected("nothing to launch: " + formatThousands(point.users) + (point.users == 1 ? " user does" : " users do") + " not fit on " + plan.cardId
                               + " (" + plan.reason + ")");
     point.contextTokens = plan.contextTokens > 0 ? std::min(plan.contextTokens, most) : most;
     point.lowered = plan.contextTokens > point.contextTokens;

@@ -283,7 +283,7 @@ tl::expected<PlanResult, std::string> makePlan(const PlanRequest& request)
         return Planner(request).run();
     } catch (const OverflowError& e) {
         return tl::unexpected(std::string("arithmetic overflow (") + e.what() + ") planning "
-                              + formatThousands(request.users.value_or(1)) + " users x "
+                              + formatThousands(request.users.value_or(1)) + (request.users.value_or(1) == 1 ? " user x " : " users x ")
                               + formatThousands(request.contextTokens.value_or(0)) + " tokens of '" + request.model.id
                               + "': lower --users or --context");
     }

@@ -140,12 +140,12 @@ TEST_CASE("memory bill adds up to the card and prints as the core computes it", 
     const QStringList expected = {
         QStringLiteral("Memory | Bytes | Size | Of card | How it is priced"),
         QStringLiteral("weights | 5,700,591,616 | 5.31 GiB | 22.5 % | int4-g128"),
-        QStringLiteral("cuda_context | 268,435,456 | 256.00 MiB | 1.1 % | CUDA context and non-torch memory (engine profile)"),
-        QStringLiteral("activation_peak | 44,040,192 | 42.00 MiB | 0.2 % | prefill chunk of 512 tokens, flash attention"),
-        QStringLiteral("logits | 131,334,144 | 125.25 MiB | 0.5 % | vocab x 256 outputs x 4 B"),
+        QStringLiteral("rotary_cache | 33,554,432 | 32.00 MiB | 0.1 % | cos/sin cache, max_position_embeddings x rotary dim (part of vLLM's \"Model loading took\")"),
+        QStringLiteral("activation_peak | 498,794,496 | 475.69 MiB | 2.0 % | profile run torch peak: max(forward of 512 tokens 0.05 GiB, sampler of 256 rows x 128,256 vocab 0.46 GiB) = sampler"),
+        QStringLiteral("non_torch | 268,435,456 | 256.00 MiB | 1.1 % | non-torch increase of the profile run (engine profile)"),
         QStringLiteral("KV cache | 4,294,967,296 | 4.00 GiB | 16.9 % | 4 users x 8,192 tokens, 131,072 B/token"),
-        QStringLiteral("free | 12,408,053,760 | 11.56 GiB | 48.9 % | usable, not used at this point"),
-        QStringLiteral("utilization_headroom | 2,538,602,496 | 2.36 GiB | 10.0 % | 1 - 90% of the card total"),
+        QStringLiteral("free | 12,051,079,168 | 11.22 GiB | 47.5 % | usable, not used at this point"),
+        QStringLiteral("utilization_headroom | 2,538,602,496 | 2.36 GiB | 10.0 % | 1 - 90% of the card total (holds the CUDA context: vLLM counts only what its profile run adds)"),
     };
     CHECK(lines.join(QLatin1Char('\n')).toStdString() == expected.join(QLatin1Char('\n')).toStdString());
 
