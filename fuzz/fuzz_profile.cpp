@@ -22,23 +22,26 @@ struct Folders {
     fs::path user;
 };
 
+/// The scratch folders, made once. Never destroyed (a leaked pointer, reachable: not a leak for
+/// LeakSanitizer): the atexit clean-up below runs after the destructors of function statics
+/// registered before it, and must not read a destroyed object.
 const Folders& folders()
 {
-    static const Folders f = [] {
-        Folders out;
+    static const Folders* f = [] {
+        auto* out = new Folders;
         const fs::path root = fs::temp_directory_path() / ("headroom-fuzz-profile-" + std::to_string(::getpid()));
-        out.builtin = root / "builtin";
-        out.user = root / "user";
-        fs::create_directories(out.builtin / "schemas");
+        out->builtin = root / "builtin";
+        out->user = root / "user";
+        fs::create_directories(out->builtin / "schemas");
         for (const char* schema : {"model.schema.json", "card.schema.json", "engine.schema.json"})
-            fs::copy_file(fs::path(HEADROOM_FUZZ_PROFILES_DIR) / "schemas" / schema, out.builtin / "schemas" / schema,
+            fs::copy_file(fs::path(HEADROOM_FUZZ_PROFILES_DIR) / "schemas" / schema, out->builtin / "schemas" / schema,
                           fs::copy_options::overwrite_existing);
         for (const char* kind : {"models", "cards", "engines"})
-            fs::create_directories(out.user / kind);
+            fs::create_directories(out->user / kind);
         std::atexit([] { std::error_code ec; fs::remove_all(folders().builtin.parent_path(), ec); });
         return out;
     }();
-    return f;
+    return *f;
 }
 
 } // namespace

@@ -50,6 +50,8 @@ safetensors_seed() {
 seed() { # target -> corpus dir
   local t=$1 dir=$WORK/fuzz-corpus/$1
   mkdir -p "$dir"
+  # the small corpus kept in the repo (inputs that reach past the first checks; fuzz/corpus/README.md)
+  if [ -d "fuzz/corpus/$t" ]; then cp -n fuzz/corpus/"$t"/* "$dir/" 2>/dev/null || true; fi
   case $t in
     fuzz_gguf)
       gguf_seed '\001' > "$dir/seed-llama-lax"

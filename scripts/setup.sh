@@ -9,7 +9,9 @@ cd "$root"
 
 packages=(cmake ninja-build g++ qt6-base-dev qt6-charts-dev libqt6opengl6-dev catch2 nlohmann-json3-dev
           libcli11-dev libexpected-dev libvalijson-dev libbenchmark-dev libcurl4-openssl-dev python3 xvfb xauth clang
-          fonts-dejavu-core)
+          libclang-rt-dev time fonts-dejavu-core)
+# libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (only a Recommends of clang, which
+# --no-install-recommends leaves out); time: GNU time, the memory figures of the hostile tests.
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
