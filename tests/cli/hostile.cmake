@@ -9,7 +9,39 @@ if(TARGET headroom-render)
   set(_hostile_render $<TARGET_FILE:headroom-render>)
 endif()
 
-# Adds test cli_hostile_<case>; its output must match `regex` (and never `fail_regex`, if given).
+# The same cases again under AddressSanitizer + UndefinedBehaviorSanitizer: headroom-cli-asan is
+# the CLI's own sources, the probes (CPU backend only) and the HTTP transport compiled with the
+# sanitizers, linked to headroom_core_asan (tests/CMakeLists.txt; kernels stay plain). Its tests
+# (cli_hostile_asan_<case>, label asan) fail on any sanitizer report; scripts/sanitize.sh runs them.
+if(TARGET headroom_core_asan)
+  set(_asan_flags -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -O1)
+  set(_asan_probes_config ${CMAKE_CURRENT_BINARY_DIR}/asan-generated)
+  set(_have_cuda ${HEADROOM_HAVE_CUDA})
+  set(HEADROOM_HAVE_CUDA 0)
+  configure_file(${PROJECT_SOURCE_DIR}/probes/config.h.in ${_asan_probes_config}/headroom/probes/config.h)
+  set(HEADROOM_HAVE_CUDA ${_have_cuda})
+  find_package(Threads REQUIRED)
+  find_package(CURL REQUIRED)
+  add_library(headroom_probes_asan STATIC ${HEADROOM_PROBES_SOURCES})
+  target_include_directories(headroom_probes_asan PUBLIC ${PROJECT_SOURCE_DIR}/probes/include
+                             PRIVATE ${PROJECT_SOURCE_DIR}/probes/src ${_asan_probes_config})
+  target_link_libraries(headroom_probes_asan PUBLIC headroom_core_asan PRIVATE headroom_kernels headroom::json Threads::Threads)
+  add_library(headroom_remote_asan STATIC ${PROJECT_SOURCE_DIR}/remote/src/curlhttpclient.cpp)
+  target_include_directories(headroom_remote_asan PUBLIC ${PROJECT_SOURCE_DIR}/remote/include)
+  target_link_libraries(headroom_remote_asan PUBLIC headroom_core_asan PRIVATE CURL::libcurl)
+  target_compile_definitions(headroom_remote_asan PRIVATE HEADROOM_VERSION="${PROJECT_VERSION}")
+  add_executable(headroom-cli-asan ${HEADROOM_CLI_SOURCES})
+  target_include_directories(headroom-cli-asan PRIVATE ${PROJECT_SOURCE_DIR}/cli)
+  target_link_libraries(headroom-cli-asan PRIVATE headroom_core_asan headroom_remote_asan headroom_probes_asan headroom::cli11 headroom::json)
+  target_compile_definitions(headroom-cli-asan PRIVATE HEADROOM_WITH_PROBES=1)
+  foreach(t headroom_probes_asan headroom_remote_asan headroom-cli-asan)
+    target_compile_options(${t} PRIVATE ${_asan_flags})
+    target_link_options(${t} PRIVATE -fsanitize=address,undefined)
+  endforeach()
+endif()
+
+# Adds test cli_hostile_<case> (and cli_hostile_asan_<case> on the sanitized CLI); its output must
+# match `regex` (and never `fail_regex`, if given).
 function(headroom_hostile_test case regex)
   add_test(NAME cli_hostile_${case}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile.sh ${case} $<TARGET_FILE:headroom-cli> $<TARGET_FILE:hostile-gen>
@@ -17,6 +49,17 @@ function(headroom_hostile_test case regex)
   set_tests_properties(cli_hostile_${case} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}" TIMEOUT 60 LABELS "cli;hostile")
   if(ARGC GREATER 2)
     set_tests_properties(cli_hostile_${case} PROPERTIES FAIL_REGULAR_EXPRESSION "${ARGV2}")
+  endif()
+  if(TARGET headroom-cli-asan)
+    add_test(NAME cli_hostile_asan_${case}
+             COMMAND env HOSTILE_SANITIZED=1 sh ${CMAKE_CURRENT_SOURCE_DIR}/hostile.sh ${case} $<TARGET_FILE:headroom-cli-asan>
+                     $<TARGET_FILE:hostile-gen> ${CMAKE_CURRENT_BINARY_DIR}/hostile-asan ${PROJECT_SOURCE_DIR} "${_hostile_render}")
+    set(_fail "sanitizer report|MEMORY BOUND EXCEEDED")
+    if(ARGC GREATER 2)
+      set(_fail "${_fail}|${ARGV2}")
+    endif()
+    set_tests_properties(cli_hostile_asan_${case} PROPERTIES PASS_REGULAR_EXPRESSION "${regex}" FAIL_REGULAR_EXPRESSION "${_fail}"
+                         TIMEOUT 180 LABELS "cli;hostile;asan")
   endif()
 endfunction()
 
@@ -37,4 +80,4 @@ headroom_hostile_test(output_special
 headroom_hostile_test(flags_injection
   "llama-server -m '\\./a\\$\\(touch pwned\\)`touch pwned2`\\.gguf' -c [0-9]+.*\n\\[-m\\]\n\\[\\./a\\$\\(touch pwned\\)`touch pwned2`\\.gguf\\]\ncannot access 'pwned'[^\n]*\ncannot access 'pwned2'")
 # class 8
-headroom_hostile_test(render_leftovers "(SKIPPED: no headroom-render|exit code 0\nTMPDIR entries: 0\n.*exit code 1\ncannot access)")
+headroom_hostile_test(render_leftovers "(SKIPPED: no headroom-render|exit code 0\nTMPDIR entries: 0\nbeside the output: 0\n.*exit code 1\ncannot access)")
