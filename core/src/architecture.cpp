@@ -18,6 +18,30 @@ std::string outOfRange(const char* key, std::uint64_t value, std::uint64_t lo, s
     return std::string(key) + " " + std::to_string(value) + " is outside " + std::to_string(lo) + ".."
         + std::to_string(hi);
 }
+// A vision tower: the same bounds as the text model, plus pixels (image and patch sizes) and the
+// per-patch factors, so that every product in parameters.cpp stays far inside 64 bits.
+std::string validateVision(const VisionConfig& v)
+{
+    if (v.layers > kMaxLayers)
+        return outOfRange("vision layers", v.layers, 1, kMaxLayers);
+    if (v.hiddenSize < 1 || v.hiddenSize > kMaxHidden)
+        return outOfRange("vision hidden_size", v.hiddenSize, 1, kMaxHidden);
+    if (v.intermediateSize < 1 || v.intermediateSize > kMaxIntermediate)
+        return outOfRange("vision intermediate_size", v.intermediateSize, 1, kMaxIntermediate);
+    if (v.heads < 1 || v.heads > kMaxHeads || v.hiddenSize % v.heads != 0)
+        return "vision heads " + std::to_string(v.heads) + " must be in 1.." + std::to_string(kMaxHeads)
+            + " and divide hidden_size " + std::to_string(v.hiddenSize);
+    if (v.patchSize < 1 || v.patchSize > 1024)
+        return outOfRange("vision patch_size", v.patchSize, 1, 1024);
+    if (v.imageSize > (1u << 16))
+        return outOfRange("vision image_size", v.imageSize, 0, 1u << 16);
+    if (v.channels < 1 || v.channels > 16 || v.temporalPatchSize < 1 || v.temporalPatchSize > 16 || v.mergeSize < 1
+        || v.mergeSize > 16)
+        return "vision channels, temporal_patch_size and spatial_merge_size must be in 1..16";
+    if (v.outputSize < 1 || v.outputSize > kMaxHidden)
+        return outOfRange("vision output size", v.outputSize, 1, kMaxHidden);
+    return {};
+}
 } // namespace
 
 std::string validateArchitecture(const Architecture& a)
@@ -76,7 +100,36 @@ std::string validateArchitecture(const Architecture& a)
         return outOfRange("norms_per_layer", a.normsPerLayer, 0, 8);
     if (a.positionEmbeddingRows > (1ull << 24))
         return outOfRange("position_embedding_rows", a.positionEmbeddingRows, 0, 1ull << 24);
+    if (a.vision.enabled())
+        return validateVision(a.vision);
     return {};
+}
+
+const char* visionKindName(VisionKind kind)
+{
+    switch (kind) {
+    case VisionKind::None:
+        return "";
+    case VisionKind::Siglip:
+        return "siglip";
+    case VisionKind::Clip:
+        return "clip";
+    case VisionKind::Pixtral:
+        return "pixtral";
+    case VisionKind::Qwen2Vl:
+        return "qwen2-vl";
+    case VisionKind::Qwen25Vl:
+        return "qwen2.5-vl";
+    }
+    return "";
+}
+
+VisionKind visionKindFromName(const std::string& name)
+{
+    for (VisionKind k : {VisionKind::Siglip, VisionKind::Clip, VisionKind::Pixtral, VisionKind::Qwen2Vl, VisionKind::Qwen25Vl})
+        if (name == visionKindName(k))
+            return k;
+    return VisionKind::None;
 }
 
 } // namespace headroom

@@ -190,6 +190,25 @@ bool readSliding(const json& j, const std::string& pointer, std::uint32_t layers
     return true;
 }
 
+bool readVision(const json& j, const std::string& pointer, VisionConfig& v, std::string& key, std::string& message)
+{
+    ObjectReader r(j, pointer, key, message);
+    std::string kind;
+    if (!r.checkObject({"kind", "layers", "hidden_size", "intermediate_size", "heads", "patch_size", "image_size",
+                        "channels", "temporal_patch_size", "merge_size", "output_size"})
+        || !r.stringValue("kind", kind))
+        return false;
+    v.kind = visionKindFromName(kind);
+    if (v.kind == VisionKind::None)
+        return r.fail("kind", "expected siglip, clip, pixtral, qwen2-vl or qwen2.5-vl, found \"" + kind + "\"");
+    return r.unsignedValue("layers", v.layers, true, 1) && r.unsignedValue("hidden_size", v.hiddenSize, true, 1)
+        && r.unsignedValue("intermediate_size", v.intermediateSize, true, 1) && r.unsignedValue("heads", v.heads, true, 1)
+        && r.unsignedValue("patch_size", v.patchSize, true, 1) && r.unsignedValue("image_size", v.imageSize, true)
+        && r.unsignedValue("channels", v.channels, false, 1)
+        && r.unsignedValue("temporal_patch_size", v.temporalPatchSize, false, 1)
+        && r.unsignedValue("merge_size", v.mergeSize, false, 1) && r.unsignedValue("output_size", v.outputSize, true, 1);
+}
+
 } // namespace
 
 bool architectureFromJson(const nlohmann::json& j, Architecture& out, std::string& errorKey, std::string& errorMessage)
@@ -202,7 +221,7 @@ bool architectureFromJson(const nlohmann::json& j, Architecture& out, std::strin
                         "intermediate_size", "vocab_size", "tied_embeddings", "qkv_bias", "output_proj_bias",
                         "mlp_bias", "qk_norm", "norm", "mlp",
                         "norms_per_layer", "position_embedding_rows", "context_length", "kv_heads_per_layer",
-                        "value_head_dim", "moe", "mla", "sliding_window"}))
+                        "value_head_dim", "moe", "mla", "sliding_window", "vision"}))
         return false;
 
     std::string norm;
@@ -263,6 +282,8 @@ bool architectureFromJson(const nlohmann::json& j, Architecture& out, std::strin
     if (r.has("sliding_window")
         && !readSliding(r.at("sliding_window"), r.pointer("sliding_window"), a.layers, a.sliding, errorKey,
                         errorMessage))
+        return false;
+    if (r.has("vision") && !readVision(r.at("vision"), r.pointer("vision"), a.vision, errorKey, errorMessage))
         return false;
 
     out = std::move(a);
@@ -336,6 +357,18 @@ nlohmann::json architectureToJson(const Architecture& a)
             sw[period < flags.size() ? "pattern" : "layers"] = std::move(list);
         }
         j["sliding_window"] = std::move(sw);
+    }
+    if (a.vision.enabled()) {
+        const VisionConfig& v = a.vision;
+        j["vision"] = {{"kind", visionKindName(v.kind)}, {"layers", v.layers}, {"hidden_size", v.hiddenSize},
+                       {"intermediate_size", v.intermediateSize}, {"heads", v.heads}, {"patch_size", v.patchSize},
+                       {"image_size", v.imageSize}, {"output_size", v.outputSize}};
+        if (v.channels != 3)
+            j["vision"]["channels"] = v.channels;
+        if (v.temporalPatchSize != 1)
+            j["vision"]["temporal_patch_size"] = v.temporalPatchSize;
+        if (v.mergeSize != 1)
+            j["vision"]["merge_size"] = v.mergeSize;
     }
     return j;
 }

@@ -41,6 +41,8 @@ public:
         addNorm("norm", h);
         if (!m_arch.tiedEmbeddings)
             add("lm_head.weight", TensorRole::Output, m_arch.vocabSize, h);
+        if (m_arch.vision.enabled())
+            addVision(m_arch.vision);
         return std::move(m_out);
     }
 
@@ -147,6 +149,110 @@ private:
                         TensorRole::ExpertMatrix);
     }
 
+    // Vision tower and projector, outside the blocks (layer -1): names and shapes as in
+    // transformers' modeling_siglip.py / modeling_clip.py / modeling_pixtral.py / modeling_qwen2_vl.py /
+    // modeling_qwen2_5_vl.py and the projectors of modeling_gemma3.py / modeling_llava.py / modeling_mistral3.py.
+    void addVision(const VisionConfig& v)
+    {
+        const std::uint64_t h = v.hiddenSize;
+        const std::uint64_t in = v.intermediateSize;
+        const std::uint64_t patch = std::uint64_t{v.channels} * v.temporalPatchSize * v.patchSize * v.patchSize;
+        const bool layerNorm = v.kind == VisionKind::Siglip || v.kind == VisionKind::Clip || v.kind == VisionKind::Qwen2Vl;
+        auto matrix = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols) {
+            add(name, TensorRole::VisionMatrix, rows, cols);
+        };
+        auto vector = [&](const std::string& name, std::uint64_t n) { add(name, TensorRole::VisionVector, 1, n); };
+        auto linear = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols, bool bias) {
+            matrix(name + ".weight", rows, cols);
+            if (bias)
+                vector(name + ".bias", rows);
+        };
+        auto norm = [&](const std::string& name, bool withBias) {
+            vector(name + ".weight", h);
+            if (withBias)
+                vector(name + ".bias", h);
+        };
+        std::string prefix;
+        switch (v.kind) {
+        case VisionKind::Siglip:
+        case VisionKind::Clip: {
+            const bool clip = v.kind == VisionKind::Clip;
+            prefix = "vision_tower.vision_model.";
+            if (clip)
+                vector(prefix + "embeddings.class_embedding", h);
+            linear(prefix + "embeddings.patch_embedding", h, patch, !clip);
+            matrix(prefix + "embeddings.position_embedding.weight", v.patchesPerImage() + (clip ? 1 : 0), h);
+            if (clip)
+                norm(prefix + "pre_layrnorm", true);
+            for (std::uint32_t i = 0; i < v.layers; ++i) {
+                const std::string l = prefix + "encoder.layers." + std::to_string(i) + ".";
+                norm(l + "layer_norm1", true);
+                for (const char* p : {"q_proj", "k_proj", "v_proj", "out_proj"})
+                    linear(l + "self_attn." + p, h, h, true);
+                norm(l + "layer_norm2", true);
+                linear(l + "mlp.fc1", in, h, true);
+                linear(l + "mlp.fc2", h, in, true);
+            }
+            norm(prefix + "post_layernorm", true);
+            if (clip) {
+                linear("multi_modal_projector.linear_1", v.outputSize, h, true);
+                linear("multi_modal_projector.linear_2", v.outputSize, v.outputSize, true);
+            } else {
+                matrix("multi_modal_projector.mm_input_projection_weight", h, v.outputSize);
+                vector("multi_modal_projector.mm_soft_emb_norm.weight", h);
+            }
+            return;
+        }
+        case VisionKind::Pixtral:
+            prefix = "vision_tower.";
+            matrix(prefix + "patch_conv.weight", h, patch);
+            norm(prefix + "ln_pre", false);
+            for (std::uint32_t i = 0; i < v.layers; ++i) {
+                const std::string l = prefix + "transformer.layers." + std::to_string(i) + ".";
+                norm(l + "attention_norm", false);
+                for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"})
+                    linear(l + "attention." + p, h, h, false);
+                norm(l + "ffn_norm", false);
+                linear(l + "feed_forward.gate_proj", in, h, false);
+                linear(l + "feed_forward.up_proj", in, h, false);
+                linear(l + "feed_forward.down_proj", h, in, false);
+            }
+            norm("multi_modal_projector.norm", false);
+            matrix("multi_modal_projector.patch_merger.merging_layer.weight", h,
+                   h * v.mergeSize * v.mergeSize);
+            linear("multi_modal_projector.linear_1", v.outputSize, h, false);
+            linear("multi_modal_projector.linear_2", v.outputSize, v.outputSize, false);
+            return;
+        case VisionKind::Qwen2Vl:
+        case VisionKind::Qwen25Vl: {
+            prefix = "visual.";
+            matrix(prefix + "patch_embed.proj.weight", h, patch);
+            for (std::uint32_t i = 0; i < v.layers; ++i) {
+                const std::string l = prefix + "blocks." + std::to_string(i) + ".";
+                norm(l + "norm1", layerNorm);
+                linear(l + "attn.qkv", 3 * h, h, true);
+                linear(l + "attn.proj", h, h, true);
+                norm(l + "norm2", layerNorm);
+                if (v.kind == VisionKind::Qwen2Vl) {
+                    linear(l + "mlp.fc1", in, h, true);
+                    linear(l + "mlp.fc2", h, in, true);
+                } else {
+                    linear(l + "mlp.gate_proj", in, h, true);
+                    linear(l + "mlp.up_proj", in, h, true);
+                    linear(l + "mlp.down_proj", h, in, true);
+                }
+            }
+            const std::uint64_t merged = h * v.mergeSize * v.mergeSize;
+            norm(prefix + "merger.ln_q", layerNorm);
+            linear(prefix + "merger.mlp.0", merged, merged, true);
+            linear(prefix + "merger.mlp.2", v.outputSize, merged, true);
+            return;
+        }
+        case VisionKind::None:
+            return;
+        }
+    }
+
     const Architecture& m_arch;
     std::vector<TensorSpec> m_out;
     std::string m_prefix;
@@ -166,6 +272,8 @@ Priced priceMatrix(const WeightFormat& format, std::uint64_t rows, std::uint64_t
     return {Bytes{checkedMul(checkedMul(rows, cols), 2)}, "fp16"};
 }
 
+Priced priceVisionTensor(const TensorSpec& t, const WeightFormat& format);
+
 Priced priceTensor(const TensorSpec& t, const WeightFormat& format)
 {
     const std::string smallType = format.smallTensorBytes == 4 ? "fp32" : "fp16";
@@ -183,6 +291,9 @@ Priced priceTensor(const TensorSpec& t, const WeightFormat& format)
         p.bytes = p.bytes * t.copies;
         return p;
     }
+    case TensorRole::VisionMatrix:
+    case TensorRole::VisionVector:
+        return priceVisionTensor(t, format);
     case TensorRole::Router:
     case TensorRole::Norm:
     case TensorRole::Bias:
@@ -210,10 +321,29 @@ Priced pricePresetTensor(const TensorSpec& t, const WeightFormat& format, const 
     return {bytes, id == 1 ? std::string("fp16") : asciiLower(type->name)};
 }
 
+// Vision tensors stay in 16-bit: a GGUF projector (mmproj, or the v.* tensors of Ollama's files)
+// stores matrices f16 and vectors f32 (llama.cpp convert_hf_to_gguf.py MmprojModel; Ollama's
+// gemma3 blob: v.blk.0.attn_k.weight dtype 1, attn_k.bias dtype 0), a safetensors checkpoint keeps
+// its 16-bit dtype (fp32 formats: 4 B), and quantized checkpoints leave the tower unquantized.
+Priced priceVisionTensor(const TensorSpec& t, const WeightFormat& format)
+{
+    const std::uint64_t n = t.elements();
+    if (format.kind == FormatKind::Ggml || format.ggufFileType != 0) {
+        if (t.role == TensorRole::VisionVector)
+            return {Bytes{checkedMul(n, 4, "vision bytes")}, "fp32"};
+        return {Bytes{checkedMul(n, 2, "vision bytes")}, "fp16"};
+    }
+    if (format.kind == FormatKind::Float && format.id == "fp32")
+        return {Bytes{checkedMul(n, 4, "vision bytes")}, "fp32"};
+    return {Bytes{checkedMul(n, 2, "vision bytes")}, format.kind == FormatKind::Float ? format.id : std::string("bf16")};
+}
+
 } // namespace
 
 PricedTensor priceTensor(const TensorSpec& tensor, const WeightFormat& format, const Architecture& arch)
 {
+    if (tensor.role == TensorRole::VisionMatrix || tensor.role == TensorRole::VisionVector)
+        return priceVisionTensor(tensor, format);
     if (format.ggufFileType != 0)
         return pricePresetTensor(tensor, format, arch);
     return priceTensor(tensor, format);
@@ -262,6 +392,9 @@ const char* roleName(TensorRole role)
         return "norms";
     case TensorRole::Bias:
         return "biases";
+    case TensorRole::VisionMatrix:
+    case TensorRole::VisionVector:
+        return "vision";
     }
     return "other";
 }

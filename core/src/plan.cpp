@@ -22,7 +22,7 @@ struct DeviceWeights {
 bool shardedByTp(TensorRole role)
 {
     return role == TensorRole::AttentionMatrix || role == TensorRole::MlpMatrix || role == TensorRole::ExpertMatrix
-        || role == TensorRole::TokenEmbedding || role == TensorRole::Output;
+        || role == TensorRole::TokenEmbedding || role == TensorRole::Output || role == TensorRole::VisionMatrix;
 }
 
 // Splits the layers into pp stages of ceil(L/pp) (vLLM get_pp_indices gives the remainder to

@@ -30,7 +30,7 @@ std::string familyOf(const std::string& modelType, bool* known)
         {"deepseek_v2", "deepseek2"}, {"deepseek_v3", "deepseek2"},
         {"falcon", "falcon"},       {"RefinedWebModel", "falcon"}, {"RefinedWeb", "falcon"},
         {"gpt2", "gpt2"},           {"opt", "opt"},           {"cohere", "command-r"},
-        {"cohere2", "command-r"},
+        {"cohere2", "command-r"},   {"qwen2_vl", "qwen2"},    {"qwen2_5_vl", "qwen2"},
     };
     auto it = map.find(modelType);
     *known = it != map.end();
@@ -79,6 +79,77 @@ std::optional<std::string> quantFormat(const JsonObject& q, std::vector<std::str
         return std::string("fp8");
     warnings.push_back("quantization_config quant_method \"" + method + "\" is not mapped to a weight format");
     return std::nullopt;
+}
+
+/// The vision tower of a multimodal config (`vision_config`), keyed by the top-level model_type;
+/// absent keys take transformers' config-class defaults (SiglipVisionConfig, CLIPVisionConfig,
+/// PixtralVisionConfig, Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig). A vision_config of another
+/// model type is reported in the warnings and not priced.
+void readVision(const JsonObject& top, const std::string& topType, const Architecture& text, VisionConfig& v,
+                std::vector<std::string>& warnings)
+{
+    const nlohmann::json* vc = top.objectOf("vision_config");
+    if (!vc)
+        return;
+    JsonObject c(*vc, top.file(), top.path("vision_config"));
+    struct Defaults {
+        VisionKind kind;
+        std::uint64_t layers, hidden, intermediate, heads, image, patch;
+    };
+    static const std::map<std::string, Defaults> kinds = {
+        {"gemma3", {VisionKind::Siglip, 12, 768, 3072, 12, 224, 16}},
+        {"llava", {VisionKind::Clip, 12, 768, 3072, 12, 224, 32}},
+        {"mistral3", {VisionKind::Pixtral, 24, 1024, 4096, 16, 1024, 16}},
+        {"qwen2_vl", {VisionKind::Qwen2Vl, 32, 1280, 5120, 16, 0, 14}},
+        {"qwen2_5_vl", {VisionKind::Qwen25Vl, 32, 3584, 3420, 16, 0, 14}},
+    };
+    const auto it = kinds.find(topType);
+    if (it == kinds.end()) {
+        warnings.push_back("vision_config of model_type \"" + topType + "\": the vision tower is not priced");
+        return;
+    }
+    const Defaults& d = it->second;
+    auto bounded = [&](std::initializer_list<const char*> keys, std::uint64_t fallback, std::uint64_t hi) {
+        const std::uint64_t value = c.firstUint(keys).value_or(fallback);
+        if (value > hi)
+            c.fail(ImportErrorCode::BadValue, *keys.begin(),
+                   std::string(*keys.begin()) + " " + std::to_string(value) + ", expected at most " + std::to_string(hi));
+        return value;
+    };
+    v.kind = d.kind;
+    const bool qwen = d.kind == VisionKind::Qwen2Vl || d.kind == VisionKind::Qwen25Vl;
+    v.layers = static_cast<std::uint32_t>(bounded({"num_hidden_layers", "depth"}, d.layers, 10'000));
+    v.hiddenSize = bounded(d.kind == VisionKind::Qwen2Vl ? std::initializer_list<const char*>{"embed_dim"}
+                                                          : std::initializer_list<const char*>{"hidden_size"},
+                           d.hidden, 1u << 20);
+    if (d.kind == VisionKind::Qwen2Vl)
+        v.intermediateSize = v.hiddenSize * bounded({"mlp_ratio"}, 4, 64);
+    else
+        v.intermediateSize = bounded({"intermediate_size"}, d.intermediate, 1u << 22);
+    v.heads = static_cast<std::uint32_t>(bounded({"num_attention_heads", "num_heads"}, d.heads, 1u << 14));
+    v.imageSize = static_cast<std::uint32_t>(bounded({"image_size"}, d.image, 1u << 16));
+    v.patchSize = static_cast<std::uint32_t>(bounded({"patch_size", "spatial_patch_size"}, d.patch, 1024));
+    v.channels = static_cast<std::uint32_t>(bounded({"num_channels", "in_channels", "in_chans"}, 3, 16));
+    if (qwen) {
+        v.temporalPatchSize = static_cast<std::uint32_t>(bounded({"temporal_patch_size"}, 2, 16));
+        v.mergeSize = static_cast<std::uint32_t>(bounded({"spatial_merge_size"}, 2, 16));
+        // Qwen2-VL's vision hidden_size is the merger's output; Qwen2.5-VL calls it out_hidden_size.
+        v.outputSize = bounded({d.kind == VisionKind::Qwen2Vl ? "hidden_size" : "out_hidden_size"}, text.hiddenSize, 1u << 20);
+    } else {
+        if (d.kind == VisionKind::Pixtral)
+            v.mergeSize = static_cast<std::uint32_t>(bounded({"spatial_merge_size"}, top.uintOf("spatial_merge_size").value_or(2), 16));
+        v.outputSize = text.hiddenSize;
+    }
+    if (d.kind == VisionKind::Clip && !top.boolOf("multimodal_projector_bias").value_or(true))
+        warnings.push_back("multimodal_projector_bias false: the projector biases are counted anyway");
+    // A partial vision_config whose keys disagree with the class defaults (hidden 1024 with the
+    // default 12 heads) is not priced rather than refused: the text model still plans.
+    Architecture check = text;
+    check.vision = v;
+    if (std::string problem = validateArchitecture(check); !problem.empty()) {
+        warnings.push_back(c.path("") + ": " + problem + ": the vision tower is not priced");
+        v = VisionConfig{};
+    }
 }
 
 HfConfig parse(const nlohmann::json& root, const std::string& file)
@@ -336,6 +407,7 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     else if (const nlohmann::json* q2 = c.objectOf("quantization_config"))
         out.weightFormatId = quantFormat(JsonObject(*q2, file, c.path("quantization_config")), warnings);
     out.transformersVersion = top.stringOf("transformers_version").value_or("");
+    readVision(top, top.stringOf("model_type").value_or(modelType), a, a.vision, warnings);
 
     if (std::string problem = validateArchitecture(a); !problem.empty())
         c.fail(ImportErrorCode::BadValue, "", problem);

@@ -27,6 +27,8 @@ SpeedInputs speedInputs(const Architecture& arch, const std::vector<TensorSpec>&
     std::uint64_t total = 0;
     std::uint64_t routed = 0;
     for (const TensorSpec& t : tensors) {
+        if (t.role == TensorRole::VisionMatrix || t.role == TensorRole::VisionVector)
+            continue; // the vision tower runs once per image, not per decoded token
         total += t.elements();
         if (t.role == TensorRole::ExpertMatrix && t.copies > 1)
             routed += t.elements();

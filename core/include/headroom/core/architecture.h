@@ -76,6 +76,57 @@ struct SlidingWindowConfig {
     }
 };
 
+/// The vision encoder of a multimodal model; each kind has its own tensor list (parameters.cpp,
+/// named after transformers' modeling files) and its own projector into the language model.
+enum class VisionKind {
+    None,
+    /// SigLIP ViT (Gemma 3, modeling_siglip.py): LayerNorm, biased q/k/v/out and fc1/fc2, a learned
+    /// position table of (image/patch)^2 rows; projector mm_input_projection [vision, text] + RMSNorm
+    /// (modeling_gemma3.py Gemma3MultiModalProjector).
+    Siglip,
+    /// CLIP ViT (LLaVA, modeling_clip.py): as SigLIP plus a class embedding (one more position row),
+    /// pre_layrnorm, a patch conv without bias; projector linear_1/linear_2 with biases
+    /// (modeling_llava.py LlavaMultiModalProjector).
+    Clip,
+    /// Pixtral (Mistral 3.1, modeling_pixtral.py): RMSNorm, no biases, gated MLP, 2-D RoPE (no
+    /// position table); projector RMSNorm, patch merger [h, h*m^2], linear_1/linear_2 without biases
+    /// (modeling_mistral3.py, multimodal_projector_bias false).
+    Pixtral,
+    /// Qwen2-VL (modeling_qwen2_vl.py VisionTransformer): LayerNorm, fused biased qkv, fc1/fc2, a 3-D
+    /// patch conv over temporal_patch_size frames; PatchMerger LayerNorm + two biased linears.
+    Qwen2Vl,
+    /// Qwen2.5-VL (modeling_qwen2_5_vl.py): RMSNorm, fused biased qkv, gated biased MLP; merger as
+    /// Qwen2-VL with an RMSNorm.
+    Qwen25Vl,
+};
+
+/// Vision tower and projector shapes, from config.json `vision_config` (element counts).
+struct VisionConfig {
+    VisionKind kind = VisionKind::None;
+    std::uint32_t layers = 0;            ///< num_hidden_layers / depth
+    std::uint64_t hiddenSize = 0;        ///< hidden_size / embed_dim
+    std::uint64_t intermediateSize = 0;  ///< intermediate_size (Qwen2-VL: embed_dim * mlp_ratio)
+    std::uint32_t heads = 0;             ///< num_attention_heads / num_heads
+    std::uint32_t patchSize = 0;         ///< patch_size (pixels)
+    std::uint32_t imageSize = 0;         ///< image_size (pixels); sizes the position table and the encoder graph
+    std::uint32_t channels = 3;          ///< num_channels / in_chans
+    std::uint32_t temporalPatchSize = 1; ///< Qwen2-VL frames per patch (2)
+    std::uint32_t mergeSize = 1;         ///< spatial_merge_size (Qwen2-VL, Pixtral: 2)
+    std::uint64_t outputSize = 0;        ///< projector output width: the text hidden size (Qwen: out_hidden_size)
+
+    bool enabled() const { return kind != VisionKind::None && layers > 0; }
+    /// Patches of one image: (imageSize / patchSize)^2 (0 when either is unknown).
+    std::uint64_t patchesPerImage() const
+    {
+        return patchSize > 0 ? std::uint64_t{imageSize / patchSize} * (imageSize / patchSize) : 0;
+    }
+};
+
+/// "siglip", "clip", "pixtral", "qwen2-vl", "qwen2.5-vl" ("" for None).
+const char* visionKindName(VisionKind kind);
+/// The kind named @p name (visionKindName), or None.
+VisionKind visionKindFromName(const std::string& name);
+
 /// A decoder-only transformer. Dimensions are element counts; no bytes here.
 struct Architecture {
     std::string family;                   ///< "llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "deepseek2", "falcon", "gpt2", "opt", ...
@@ -101,6 +152,7 @@ struct Architecture {
     MoeConfig moe;
     MlaConfig mla;
     SlidingWindowConfig sliding;
+    VisionConfig vision;                  ///< vision tower + projector; kind None for text-only models
 
     /// H_kv of layer @p i.
     std::uint32_t kvHeadsOf(std::uint32_t i) const

@@ -29,6 +29,11 @@ enum class TensorRole {
     Router,             ///< MoE gate [experts, hidden]; kept unquantized, replicated
     Norm,               ///< norm weights and biases [n]; replicated
     Bias,               ///< projection biases [n]
+    /// Vision tower and projector matrices (architecture.h VisionConfig): kept in 16-bit by every
+    /// format (GGUF mmproj files store them f16, quantized checkpoints leave the tower unquantized);
+    /// split by tensor parallelism like the text matrices (vLLM's default mm_encoder_tp_mode).
+    VisionMatrix,
+    VisionVector,       ///< vision norms, biases, class embedding: 16-bit, f32 in GGUF; replicated
 };
 
 /// One tensor (or `copies` identical tensors, for experts).
@@ -72,7 +77,7 @@ struct PricedTensor {
 PricedTensor priceTensor(const TensorSpec& tensor, const WeightFormat& format, const Architecture& arch);
 
 /// The weights bill: total bytes and a breakdown by role name ("attention", "mlp", "experts",
-/// "embeddings", "output", "norms") and by stored type ("q4_k", "fp16").
+/// "embeddings", "output", "norms", "vision") and by stored type ("q4_k", "fp16").
 struct WeightBill {
     std::uint64_t parameters = 0;
     Bytes totalBytes;
