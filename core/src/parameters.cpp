@@ -413,7 +413,7 @@ WeightBill weightBill(const PricedTensors& list)
 {
     // Sums per role and per stored type in small flat tables (a handful of distinct keys), then
     // into the bill's maps once: a map lookup with a string key per tensor was a tenth of a plan.
-    constexpr std::size_t kRoles = static_cast<std::size_t>(TensorRole::Bias) + 1; // Bias is the last role
+    constexpr std::size_t kRoles = static_cast<std::size_t>(TensorRole::VisionVector) + 1; // VisionVector is the last role
     std::array<Bytes, kRoles> byRole{};
     std::array<bool, kRoles> roleSeen{};
     std::vector<std::pair<const std::string*, Bytes>> byType;

@@ -120,6 +120,8 @@ const EngineFigure* engineFigure(const PlanResult& p, const std::string& caseNam
         {"memory_required_partial", {"memory_required_partial_bytes"}},
         {"memory_required_full", {"memory_required_full_bytes"}},
         {"memory_weights_total", {"memory_weights_total_bytes"}},
+        {"projector_weights_mib", {"projector_weights_bytes"}},
+        {"projector_graph_mib", {"projector_graph_bytes"}},
     };
     // A case figure without an alias names the engine figure itself ("offload_gpu_layers",
     // "gpu_weights_bytes", "memory_required_partial_bytes", ...: engines/bill.h EngineFigure names).

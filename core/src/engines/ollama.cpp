@@ -134,6 +134,18 @@ private:
                                    "Ollama's memory.graph.full for --ctx-size " + std::to_string(est.contextTokens)
                                        + " (llm/ggml.go GraphSize, v0.5.7)"));
         const std::string src = "llm/memory.go EstimateGPULayers, llm/ggml.go GraphSize (v0.5.7)";
+        // The vision encoder's graph sits on GPU 0 beside the output layer (llm/memory.go
+        // memoryLastLayer = output + projector weights + projector graph, v0.6 to v0.12).
+        if (est.projectorGraphBytes.value > 0)
+            b.overheads.push_back(item("projector_graph", est.projectorGraphBytes,
+                                       "Ollama's projector.graph: one image through the vision encoder (fs/ggml/ggml.go VisionGraphSize)"));
+        const Bytes projector = ollama::projectorWeightsBytes(in.arch, in.request.format);
+        if (projector.value > 0) {
+            b.figures.push_back({"projector_weights_bytes", static_cast<double>(projector.value), "bytes",
+                                 "projector.weights=\"" + mib(projector) + "\"", src});
+            b.figures.push_back({"projector_graph_bytes", static_cast<double>(est.projectorGraphBytes.value), "bytes",
+                                 "projector.graph=\"" + mib(est.projectorGraphBytes) + "\"", src});
+        }
         b.figures.push_back({"kv_buffer_bytes", static_cast<double>(est.kvBytes.value), "bytes",
                              "memory.required.kv=\"" + mib(est.kvBytes) + "\"", src});
         b.figures.push_back({"compute_buffer_bytes", static_cast<double>(est.graphFullBytes.value), "bytes",

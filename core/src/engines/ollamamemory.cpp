@@ -20,6 +20,38 @@ double bytesPerElement(const std::string& type)
 
 } // namespace
 
+Bytes visionGraphBytes(const VisionConfig& v)
+{
+    if (v.kind != VisionKind::Siglip && v.kind != VisionKind::Pixtral)
+        return {};
+    const std::uint64_t image = v.imageSize;
+    const std::uint64_t patches = v.patchesPerImage();
+    const std::uint64_t elements = checkedAdd(checkedAdd(checkedMul(image * image, v.channels, "vision graph"),
+                                                         checkedMul(v.hiddenSize, v.patchSize, "vision graph"), "vision graph"),
+                                              checkedMul(checkedMul(patches, patches, "vision graph"), v.heads, "vision graph"),
+                                              "vision graph");
+    return Bytes{checkedMul(elements, 4, "vision graph")};
+}
+
+namespace {
+
+bool isProjectorTower(const TensorSpec& t)
+{
+    return (t.role == TensorRole::VisionMatrix || t.role == TensorRole::VisionVector)
+        && t.name.rfind("multi_modal_projector.", 0) != 0;
+}
+
+} // namespace
+
+Bytes projectorWeightsBytes(const Architecture& arch, const WeightFormat& format)
+{
+    Bytes out;
+    for (const TensorSpec& t : listTensors(arch))
+        if (isProjectorTower(t))
+            out += priceTensor(t, format, arch).bytes;
+    return out;
+}
+
 std::string effectiveKvCacheType(const Settings& s)
 {
     const std::string t = asciiLower(s.kvCacheType);
@@ -45,6 +77,17 @@ LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& s)
     // kv = uint64(float64(context * blocks * (headK + headV) * headsKV) * bytesPerElement)
     const std::uint64_t elements = checkedMul(checkedMul(checkedMul(context, arch.layers, "kv"), headK + headV, "kv"), headsKV, "kv");
     out.kvBytes = Bytes{static_cast<std::uint64_t>(static_cast<double>(elements) * bytesPerElement(out.kvCacheType))};
+    if (arch.family == "gemma3" && arch.sliding.enabled()) {
+        // Every 6th layer global at the full context; the others hold parallel x window + batch cells.
+        const std::uint64_t window = checkedAdd(checkedMul(std::max<std::uint32_t>(s.numParallel, 1), arch.sliding.windowTokens, "kv"),
+                                                batch, "kv");
+        const double perCell = static_cast<double>((headK + headV) * headsKV) * bytesPerElement(out.kvCacheType);
+        std::uint64_t total = 0;
+        for (std::uint32_t i = 0; i < arch.layers; ++i)
+            total += static_cast<std::uint64_t>(static_cast<double>((i + 1) % 6 != 0 ? window : context) * perCell);
+        out.kvBytes = Bytes{total};
+    }
+    out.projectorGraphBytes = visionGraphBytes(arch.vision);
     const std::uint64_t kv = out.kvBytes.value;
 
     std::uint64_t full = 0;
@@ -56,7 +99,7 @@ LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& s)
             + std::max(4 * batch * (1 + embedding + std::max(context, embedding)) + embedding * embedding * 9 / 16
                            + 4 * context * (batch * heads + embeddingHeads * headsKV),
                        4 * batch * (embedding + vocab) + embedding * vocab * 105 / 128);
-    } else if (f == "gemma" || f == "gemma2") {
+    } else if (f == "gemma" || f == "gemma2" || f == "gemma3") {
         full = std::max(4 * batch * (embedding + vocab),
                         4 * batch * (2 + context + context * heads + 2 * embedding + 2 * headK * heads));
         partial = std::max(4 * embedding * batch + embedding * vocab * 105 / 128 + 4 * vocab * batch,
@@ -100,9 +143,12 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
     std::uint64_t outputNorm = 0;
     std::uint64_t output = 0;
     std::uint64_t embedding = 0;
+    std::uint64_t projector = 0;
     for (const TensorSpec& t : listTensors(arch)) {
         const std::uint64_t b = priceTensor(t, format, arch).bytes.value;
-        if (t.layer >= 0 && static_cast<std::uint32_t>(t.layer) < arch.layers)
+        if (isProjectorTower(t))
+            projector += b;
+        else if (t.layer >= 0 && static_cast<std::uint32_t>(t.layer) < arch.layers)
             layerBytes[static_cast<std::size_t>(t.layer)] += b;
         else if (t.role == TensorRole::Output)
             output += b;
@@ -140,14 +186,17 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
     bool fullyLoaded = count >= arch.layers;
     if (!fullyLoaded)
         overflow += static_cast<std::uint64_t>(arch.layers - count) * layerSize; // the last layer's size, as Ollama sums it
-    if (outputLayer > 0 && (numGpu < 0 || count < numGpu)) {
-        if (gpuUsable && free > overhead + allocation + graph + outputLayer) {
-            allocation += outputLayer;
+    // memoryLastLayer: the output layer plus the vision tower's weights and graph (v0.6 and later:
+    // ollamaEngineProjectorWeights + ollamaEngineProjectorGraph from VisionGraphSize).
+    const std::uint64_t lastLayer = outputLayer + projector + out.estimate.projectorGraphBytes.value;
+    if (lastLayer > 0 && (numGpu < 0 || count < numGpu)) {
+        if (gpuUsable && free > overhead + allocation + graph + lastLayer) {
+            allocation += lastLayer;
             ++count;
         }
         if (count < arch.layers + 1) {
             fullyLoaded = false;
-            overflow += outputLayer;
+            overflow += lastLayer;
         }
     }
     if (count > 0)

@@ -34,6 +34,7 @@ enum class TensorRole {
     /// split by tensor parallelism like the text matrices (vLLM's default mm_encoder_tp_mode).
     VisionMatrix,
     VisionVector,       ///< vision norms, biases, class embedding: 16-bit, f32 in GGUF; replicated
+    // VisionVector stays the last role: weightBill sizes its per-role table by it.
 };
 
 /// One tensor (or `copies` identical tensors, for experts).

@@ -45,11 +45,24 @@ struct LegacyEstimate {
     Bytes graphFullBytes;            ///< memory.graph.full (all layers on one GPU)
     Bytes graphPartialBytes;         ///< memory.graph.partial (a split, or several GPUs)
     std::string kvCacheType;         ///< after the f16 fallback
+    Bytes projectorGraphBytes;       ///< projector.graph: the vision encoder's graph (VisionGraphSize), 0 without vision
 };
+
+/// Ollama's VisionGraphSize graph for @p vision (fs/ggml/ggml.go, the estimator of v0.6 to
+/// v0.12): gemma3 (SigLIP) and mistral3 (Pixtral) 4 x (image^2 x channels + hidden x patch +
+/// patches^2 x heads), the fp32 attention scores of one image; 0 for the other towers. The
+/// projector's weights (projector.weights) are the v.* tensors, priced with the model's weights.
+Bytes visionGraphBytes(const VisionConfig& vision);
+
+/// projector.weights: the v.* vision tower of @p arch priced in @p format (parameters.h); Ollama's
+/// VisionGraphSize sums the v.* tensors only, leaving the mm.* projector matrices out.
+Bytes projectorWeightsBytes(const Architecture& arch, const WeightFormat& format);
 
 /// Ollama's estimate for @p arch. The graph formulas are Ollama's per architecture family (llama,
 /// qwen2, gemma/gemma2, command-r, phi2, stablelm; mixtral's are not carried), with batch =
-/// min(context, num_batch); other families fall back as Ollama does: partial = GQA x kv / 6,
+/// min(context, num_batch); gemma3 shares gemma's graph and keeps (parallel x sliding_window +
+/// batch) cells in its sliding layers (every 6th layer global, fs/ggml/ggml.go GraphSize of v0.6+);
+/// other families fall back as Ollama does: partial = GQA x kv / 6,
 /// full = partial. bytes/element: f16 2, q8_0 1, q4_0 0.5 (Ollama's own approximation of the blocks).
 LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& settings);
 
