@@ -72,6 +72,8 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
                 ? std::string()
                 : "expected auto, none or a layer count, got '" + s + "'";
         });
+    cmd->add_option("--host-ram", o.hostRam, "Host memory free for the engine: what a layer split keeps there must fit (default: not checked)")
+        ->check(sizeValidator());
     auto* fa = cmd->add_flag("--flash-attention", o.flashOn, "Flash attention on (default: the engine's)");
     cmd->add_flag("--no-flash-attention", o.flashOff, "Flash attention off: full attention scores count")->excludes(fa);
     cmd->add_flag("--json", o.json, "One JSON document on stdout");
@@ -166,6 +168,8 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                                               + " of card '" + card->id + "'");
                     r.freeBytes = o.free.empty() ? saturatingSub(card->totalBytes, given) : given;
                 }
+                if (!o.hostRam.empty())
+                    r.hostMemoryBytes = *parseSize(o.hostRam);
                 if (o.offload == "none")
                     r.gpuLayers = 0;
                 else if (!o.offload.empty() && o.offload != "auto")

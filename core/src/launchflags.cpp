@@ -300,7 +300,15 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             if (f.name == "offload_gpu_layers")
                 gpuLayers = std::to_string(static_cast<std::uint64_t>(f.value));
         add("-ngl", gpuLayers, arg,
-            gpuLayers == "999" ? "every layer on the GPU, as planned" : "layers on the GPU, as the plan splits them (" + gpuLayers + ")");
+            gpuLayers == "999" ? "every layer on the GPU, as planned"
+                               : (gpuLayers == "0" ? "no layer on the GPU: llama.cpp on the CPU, as planned"
+                                                   : "layers on the GPU, as the plan splits them (" + gpuLayers + ")"));
+        for (const SettingValue& sv : plan.engineSettings) {
+            if (sv.key == "n-cpu-moe" && sv.text != "0" && !sv.text.empty())
+                add("--n-cpu-moe", sv.text, arg, "the routed experts of the first " + sv.text + " layers stay in host memory");
+            if (sv.key == "no-kv-offload" && sv.text == "true")
+                add("--no-kv-offload", "", arg, "every layer's KV cache in host memory, as planned");
+        }
         add("-ctk", *kv, arg, "K cache type");
         add("-ctv", *kv, arg, "V cache type");
         add("-fa", plan.flashAttention ? "on" : "off", arg,

@@ -56,6 +56,18 @@ const EngineFigure* engineFigure(const PlanResult& plan, const char* name)
     return nullptr;
 }
 
+// What a split keeps in host memory: the weights left there (mapped pages with mmap) and their AVX2
+// repack copy, the KV of host layers, the host compute buffer and the logits output buffer.
+Bytes hostBill(const PlanResult& plan)
+{
+    Bytes host;
+    for (const char* name : {"host_weights_bytes", "host_repack_bytes", "host_kv_buffer_bytes", "host_split_compute_buffer_bytes",
+                             "output_buffer_bytes"})
+        if (const EngineFigure* f = engineFigure(plan, name))
+            host += Bytes{static_cast<std::uint64_t>(f->value)};
+    return host;
+}
+
 // "28/33 layers on the GPU, 4.1 GiB in host memory" when the engine split the layers (its
 // figure "offloaded N/M layers to GPU" with 1 <= N < M) and the host side it reports.
 std::optional<std::string> partialOffload(const PlanResult& plan)
@@ -68,12 +80,11 @@ std::optional<std::string> partialOffload(const PlanResult& plan)
     for (std::size_t i = slash == std::string::npos ? gpu->printed.size() : slash + 1;
          i < gpu->printed.size() && std::isdigit(static_cast<unsigned char>(gpu->printed[i])) && total < (1u << 24); ++i)
         total = total * 10 + static_cast<std::uint64_t>(gpu->printed[i] - '0');
-    if (gpu->value < 1 || static_cast<double>(total) <= gpu->value)
+    if (static_cast<double>(total) <= gpu->value)
         return std::nullopt;
-    Bytes host;
-    for (const char* name : {"host_weights_bytes", "host_kv_buffer_bytes", "host_split_compute_buffer_bytes", "output_buffer_bytes"})
-        if (const EngineFigure* f = engineFigure(plan, name))
-            host += Bytes{static_cast<std::uint64_t>(f->value)};
+    const Bytes host = hostBill(plan);
+    if (gpu->value < 1)
+        return "CPU only (0/" + formatThousands(total) + " layers on the GPU), " + formatBytes(host) + " in host memory";
     return formatThousands(static_cast<std::uint64_t>(gpu->value)) + "/" + formatThousands(total) + " layers on the GPU, "
         + formatBytes(host) + " in host memory";
 }
@@ -306,6 +317,10 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
     // A layer split (llama.cpp -ngl below n_layer + 1, engines/llamacppoffload.h): it loads with
     // some layers in host memory.
     if (const auto split = partialOffload(plan)) {
+        const Bytes host = hostBill(plan);
+        if (request.hostMemoryBytes && host > *request.hostMemoryBytes)
+            return doesNotFit(v, FitLimit::HostMemory, "host " + comparison(host, *request.hostMemoryBytes),
+                              *split + ": more than the " + formatBytes(*request.hostMemoryBytes) + " of host memory (--host-ram)");
         Verdict partial = with(v, FitState::PartialOffload, FitLimit::Weights, *split,
                                "partial offload: " + *split);
         // The split holds the context the engine placed it for (offload_context_tokens, per
@@ -344,6 +359,27 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
         return refused;
     }
     return QuestionJudge(request, plan, v).judge();
+}
+
+Placement placementOf(const PlanResult& plan)
+{
+    if (!plan.verdict.loads())
+        return Placement::TooLarge;
+    if (plan.verdict.state != FitState::PartialOffload)
+        return Placement::FullGpu;
+    const EngineFigure* gpu = engineFigure(plan, "offload_gpu_layers");
+    return gpu && gpu->value < 1 ? Placement::CpuOnly : Placement::Partial;
+}
+
+std::string placementLabel(Placement placement)
+{
+    switch (placement) {
+    case Placement::FullGpu: return "full GPU";
+    case Placement::Partial: return "partial";
+    case Placement::CpuOnly: return "CPU only";
+    case Placement::TooLarge: return "too large";
+    }
+    return {};
 }
 
 } // namespace headroom

@@ -3,6 +3,7 @@
 #include "fixtures.h"
 
 #include "headroom/core/engines/llamacppmemory.h"
+#include "headroom/core/launchflags.h"
 #include "headroom/core/plan.h"
 #include "headroom/core/profiles.h"
 #include "headroom/core/resolve.h"
@@ -187,4 +188,39 @@ TEST_CASE("An engine without layer offload refuses --offload, saying so", "[engi
     p = makePlan(r);
     REQUIRE(p);
     CHECK(p->reason.find("keeps every layer on the GPU") == std::string::npos);
+}
+
+TEST_CASE("llama.cpp CPU-only plan: placement, host RAM check and flags", "[llamacpp][engines][offload]")
+{
+    PlanRequest r = llamaRequest("llama.cpp", "q4_0");
+    r.gpuLayers = 0;
+    r.users = 1;
+    r.contextTokens = 4096;
+    auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK(placementOf(*p) == Placement::CpuOnly);
+    CHECK(p->reason.find("CPU only (0/33 layers on the GPU)") != std::string::npos);
+    CHECK(p->verdict.headline.value == 4096); // the context the split holds, never 0
+    REQUIRE(figure(*p, "host_repack_bytes"));
+    auto flags = launchFlags(r, *p);
+    REQUIRE(flags);
+    CHECK(flags->command.find("-ngl 0") != std::string::npos);
+    // More than the host has: does not fit, the host memory binds.
+    r.hostMemoryBytes = Bytes{4 * kGiB};
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(placementOf(*p) == Placement::TooLarge);
+    CHECK(p->verdict.limit == FitLimit::HostMemory);
+    // A split with --n-cpu-moe and --no-kv-offload: the flags carry both.
+    r.hostMemoryBytes.reset();
+    r.gpuLayers = 20;
+    r.engineSettings = {{"n-cpu-moe", "2"}, {"no-kv-offload", "true"}};
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(placementOf(*p) == Placement::Partial);
+    flags = launchFlags(r, *p);
+    REQUIRE(flags);
+    CHECK(flags->command.find("-ngl 20") != std::string::npos);
+    CHECK(flags->command.find("--n-cpu-moe 2") != std::string::npos);
+    CHECK(flags->command.find("--no-kv-offload") != std::string::npos);
 }

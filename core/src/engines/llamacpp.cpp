@@ -41,6 +41,8 @@ const std::vector<SettingSpec>& llamaSettings()
                  1 << 20, {}, {"ncmoe"}),
         makeSpec("no-kv-offload", SettingType::Boolean, "false", "every layer's KV cache in host memory", 0, 0, {},
                  {"nkvo"}),
+        makeSpec("no-repack", SettingType::Boolean, "false",
+                 "no AVX2 repack copy of Q4_0/Q4_K/IQ4_NL host weights (CPU_REPACK buffer)", 0, 0, {}, {"nr"}),
         makeSpec("fit-target", SettingType::Integer, "", "MiB kept free per device by --fit; default: the profile's (1024)",
                  0, 1 << 24, {}, {"fitt"}),
     };
@@ -220,6 +222,7 @@ private:
         o.cpuMoeLayers = static_cast<std::uint32_t>(std::min<std::uint64_t>(s.integer("n-cpu-moe").value_or(0), 1u << 20));
         o.kvOffload = !s.boolean("no-kv-offload").value_or(false);
         o.outputFirst = llamacpp::offloadsOutputFirst(in.request.engine.requestedVersion);
+        o.cpuRepack = !s.boolean("no-repack").value_or(false);
         Bytes runtime; // the items besides the compute buffer, which the split prices per side
         for (const OverheadItem& i : b.overheads)
             if (i.name != "compute_buffer")
@@ -257,12 +260,19 @@ private:
                              "llama_kv_cache: CPU KV buffer size = " + mib(split.host.kvBytes), src});
         b.figures.push_back({"host_split_compute_buffer_bytes", static_cast<double>(split.host.computeBytes.value), "bytes",
                              "sched_reserve: CUDA_Host compute buffer size = " + mib(split.host.computeBytes), src});
-        const Bytes host = split.host.totalBytes() + split.hostOutputBytes;
+        if (split.hostRepackBytes.value > 0)
+            b.figures.push_back({"host_repack_bytes", static_cast<double>(split.hostRepackBytes.value), "bytes",
+                                 "load_tensors: CPU_REPACK model buffer size = " + mib(split.hostRepackBytes),
+                                 "ggml/src/ggml-cpu/repack.cpp (AVX2)"});
+        const Bytes host = split.host.totalBytes() + split.hostOutputBytes + split.hostRepackBytes;
         b.notes.push_back("layer split: " + std::to_string(split.offloadedLayers) + "/" + std::to_string(split.totalLayers)
                           + " layers on the GPU (" + llamacpp::offloadFlags(split, o) + "), " + formatBytes(host)
                           + " in host memory: weights " + formatBytes(split.host.weightsBytes)
-                          + (split.hostWeightsMapped ? " (mapped file pages with mmap, not a copy)" : "") + ", KV "
-                          + formatBytes(split.host.kvBytes) + ", compute " + formatBytes(split.host.computeBytes));
+                          + (split.hostWeightsMapped ? " (mapped file pages with mmap, not a copy)" : "")
+                          + (split.hostRepackBytes.value > 0
+                                 ? " + their AVX2 repack copy " + formatBytes(split.hostRepackBytes) + " (CPU_REPACK; -nr to skip)"
+                                 : std::string())
+                          + ", KV " + formatBytes(split.host.kvBytes) + ", compute " + formatBytes(split.host.computeBytes));
     }
 
     // The MLA cache of a build (llamacppmemory.h MlaCache): full per-head K and V before PR #12801

@@ -22,6 +22,15 @@ bool isRoutedExpert(const TensorSpec& t)
     return t.role == TensorRole::ExpertMatrix && t.name.find("mlp.experts.") != std::string::npos;
 }
 
+// ggml_repack_get_optimal_repack_type on x86 with AVX2: Q4_0, Q4_K, IQ4_NL and MXFP4 weight
+// matrices with ne[1] (rows) % 8 == 0; the embedding (GET_ROWS, not MUL_MAT) stays as mapped.
+bool isRepacked(const TensorSpec& t, const std::string& type)
+{
+    if (!t.isMatrix() || t.role == TensorRole::TokenEmbedding || t.role == TensorRole::PositionEmbedding || t.rows % 8 != 0)
+        return false;
+    return type == "q4_0" || type == "q4_k" || type == "iq4_nl" || type == "mxfp4";
+}
+
 } // namespace
 
 OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
@@ -43,7 +52,8 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
     const auto onGpu = [&](std::int64_t il) { return il >= out.firstGpuLayer; };
 
     for (const TensorSpec& t : listTensors(arch)) {
-        const Bytes b = priceTensor(t, format, arch).bytes;
+        const PricedTensor priced = priceTensor(t, format, arch);
+        const Bytes b = priced.bytes;
         if (t.role == TensorRole::TokenEmbedding) {
             out.tokenEmbeddingBytes += b;
             out.host.weightsBytes += b;
@@ -58,6 +68,8 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
         else if (belongsToOutput(t))
             gpu = out.outputOnGpu;
         (gpu ? out.gpu.weightsBytes : out.host.weightsBytes) += b;
+        if (!gpu && o.cpuRepack && isRepacked(t, priced.type))
+            out.hostRepackBytes += b;
     }
 
     const std::vector<Bytes> kv = kvBytesPerLayer(arch, context);

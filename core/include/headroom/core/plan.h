@@ -57,6 +57,10 @@ struct PlanRequest {
     /// llama.cpp's -ngl counts them (output layer included). Engines that keep every layer on the GPU
     /// refuse a value below the model's layers + 1 (Engine::offloadsLayers).
     std::optional<std::uint32_t> gpuLayers;
+    /// Host memory the plan may use (`--host-ram SIZE`: RAM free for the engine, after the OS and the
+    /// desktop): what a split keeps in host memory must fit in it (FitLimit::HostMemory); absent:
+    /// not checked.
+    std::optional<Bytes> hostMemoryBytes;
     MeasuredOverheads measured;
     SpeedCalibration speedCalibration;            ///< measured bandwidth/compute for the speed figures
     /// The engine's own settings as typed (`--set KEY=VALUE`), spelled as the engine spells them

@@ -128,6 +128,20 @@ std::string fitLimitLabel(FitLimit limit);
 /// or "no: " and the limit when it does not fit. The same text in the CLI table and the reports.
 std::string verdictCellText(const Verdict& v);
 
+/// Where a plan puts the model, in LM Studio's terms (the app's fit indicator per cell).
+enum class Placement {
+    FullGpu,  ///< every layer on the GPU
+    Partial,  ///< some layers in host memory (llama.cpp -ngl, Ollama num_gpu)
+    CpuOnly,  ///< no layer on the GPU (-ngl 0, --offload none)
+    TooLarge, ///< does not load on this machine
+};
+
+/// The placement of @p plan (its verdict and the engine's offload_gpu_layers figure).
+Placement placementOf(const PlanResult& plan);
+
+/// "full GPU", "partial", "CPU only", "too large".
+std::string placementLabel(Placement placement);
+
 /// Decides the verdict of a priced plan. Order: an engine refusal of the format or KV dtype; the
 /// weights, then weights plus overheads, against the usable memory; the KV room against the
 /// engine's minimum; an engine's refusal to start; then the question (users x context) against the

@@ -31,6 +31,11 @@ struct OffloadSettings {
     /// layers first, i_gpu_start = n_layer - ngl, the output layer on the GPU only when ngl > n_layer
     /// ("offloading N repeating layers to GPU" then "offloading output layer to GPU").
     bool outputFirst = true;
+    /// --repack (default on; -nr/--no-repack turns it off): on an x86 CPU with AVX2 the CPU backend
+    /// copies Q4_0, Q4_K, IQ4_NL and MXFP4 matrices whose rows are a multiple of 8 into its
+    /// CPU_REPACK buffer (ggml/src/ggml-cpu/repack.cpp ggml_repack_get_optimal_repack_type) while the
+    /// mapped file stays mapped: those bytes are held twice.
+    bool cpuRepack = true;
 };
 
 /// Whether llama.cpp build @p version ("b4701", a commit, or empty = current) offloads the output
@@ -57,6 +62,10 @@ struct OffloadBill {
     Bytes hostOutputBytes;             ///< the logits output buffer (always host memory)
     Bytes tokenEmbeddingBytes;         ///< token_embd, always in host memory (part of host.weightsBytes)
     bool hostWeightsMapped = true;     ///< host weights are mapped file pages (mmap), not an allocation
+    /// The AVX2 repack copy of the host's Q4_0/Q4_K/IQ4_NL/MXFP4 matrices ("CPU_REPACK model buffer
+    /// size"), on top of the mapped pages: a Q4_0 model on the CPU holds about 1.9x its tensor bytes
+    /// (token_embd, norms and other types are not repacked).
+    Bytes hostRepackBytes;
 };
 
 /// The split of @p arch in @p format under the context @p context and the offload @p offload.
