@@ -16,8 +16,12 @@ BillPanel::BillPanel(QWidget* parent) : QTableView(parent)
     setModel(proxy);
     verticalHeader()->hide();
     verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
+    // "How it is priced" takes the width left and wraps inside its row rather than ending in
+    // "..."; rows are fitted again whenever a column changes width (as in the matrix).
     horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    horizontalHeader()->setStretchLastSection(true);
+    horizontalHeader()->setSectionResizeMode(BreakdownModel::Note, QHeaderView::Stretch);
+    setWordWrap(true);
+    connect(horizontalHeader(), &QHeaderView::sectionResized, this, &QTableView::resizeRowsToContents);
     setAlternatingRowColors(true);
     setAccessibleName(QStringLiteral("Memory bill"));
 }
@@ -25,6 +29,7 @@ BillPanel::BillPanel(QWidget* parent) : QTableView(parent)
 void BillPanel::setPlan(const PlanResult& plan, std::uint64_t users, std::uint64_t contextTokens)
 {
     m_model->setPlan(plan, users, contextTokens);
+    resizeRowsToContents();
 }
 
 void BillPanel::clear() { m_model->clear(); }

@@ -30,6 +30,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScreen>
 #include <QSettings>
 #include <QTimer>
 #include <QShowEvent>
@@ -60,7 +61,9 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
     , m_options(std::move(options))
     , m_initial(Selection::defaults())
 {
-    setWindowTitle(QStringLiteral("Headroom: what fits on a GPU"));
+    // The platform appends the application display name ("What fits on a GPU — Headroom");
+    // a title naming Headroom itself would read it twice.
+    setWindowTitle(QStringLiteral("What fits on a GPU"));
     setObjectName(QStringLiteral("HeadroomMainWindow"));
     setAcceptDrops(true);
     if (!m_options.probeBackend)
@@ -557,7 +560,10 @@ void MainWindow::loadSettings()
     // An imported model chosen last time is read again from its path.
     if (!m_catalog.findModel(sel.modelId) && m_options.modelArg.empty() && m_recentImports.contains(QString::fromStdString(sel.modelId)))
         m_options.modelArg = sel.modelId;
-    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    // No saved geometry (a first start): fill most of the screen, centred.
+    if (!restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
+        if (const QScreen* shown = screen())
+            setGeometry(defaultWindowGeometry(shown->availableGeometry()));
     // Dock state is restored once the docks exist, below in the event loop.
     const QByteArray state = s.value(QStringLiteral("window/state")).toByteArray();
     if (!state.isEmpty())
@@ -585,6 +591,15 @@ void MainWindow::saveSettings() const
     s.setValue(QStringLiteral("view/dark"), isDarkPalette());
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());
     s.setValue(QStringLiteral("window/state"), saveState());
+}
+
+QRect defaultWindowGeometry(const QRect& available)
+{
+    const QSize wanted(std::max(available.width() * 9 / 10, std::min(1280, available.width())),
+                       std::max(available.height() * 9 / 10, std::min(800, available.height())));
+    QRect geometry(QPoint(0, 0), wanted);
+    geometry.moveCenter(available.center());
+    return geometry;
 }
 
 bool saveScreenshot(QWidget& window, const QString& path)

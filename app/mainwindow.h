@@ -155,6 +155,11 @@ private:
     LocalModelsScanner* m_localModels = nullptr;
 };
 
+/// The first window's geometry on a screen whose free area is `available` (pixels, from
+/// QScreen::availableGeometry): 90 % of it each way, but at least 1280x800 where the screen has that
+/// much (never more than the screen), centred on it. Used when no geometry was saved.
+QRect defaultWindowGeometry(const QRect& available);
+
 /// Renders @p window at its current size to a PNG; false when it cannot be written.
 bool saveScreenshot(QWidget& window, const QString& path);
 

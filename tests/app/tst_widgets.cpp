@@ -39,6 +39,7 @@
 #include <QHeaderView>
 #include <QRegularExpression>
 #include <QScrollBar>
+#include <QScreen>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStyle>
@@ -276,6 +277,83 @@ TEST_CASE("matrix reasons and card names are not cut at 1280x800", "[window][lay
         checkMatrixTextFits(w);
         CHECK(w.matrixPanel()->view()->horizontalScrollBar()->maximum() > 0);
     }
+}
+
+// Every row of the Memory bill shows its whole text: "How it is priced" wraps inside its row.
+void checkBillTextFits(MainWindow& w)
+{
+    QTableView* view = w.detail()->bill();
+    REQUIRE(view->model()->rowCount() > 0);
+    QHeaderView* header = view->horizontalHeader();
+    const QFontMetrics fm = view->fontMetrics();
+    const int padding = 2 * (view->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, view) + 1) + 1;
+    for (int c = 0; c < view->model()->columnCount(); ++c)
+        for (int r = 0; r < view->model()->rowCount(); ++r) {
+            const QString text = view->model()->index(r, c).data().toString();
+            const QRect need = fm.boundingRect(QRect(0, 0, header->sectionSize(c) - padding, 10000), Qt::TextWordWrap, text);
+            INFO(text.toStdString() << " in column " << c << " of " << header->sectionSize(c) << " px, row " << view->rowHeight(r) << " px");
+            CHECK(need.width() <= header->sectionSize(c) - padding);
+            CHECK(need.height() <= view->rowHeight(r));
+        }
+}
+
+TEST_CASE("the memory bill's text is not cut at 1280x800", "[window][layout]")
+{
+    MainWindow::Options o = testOptions();
+    o.modelArg = "mistral-7b";
+    MainWindow w(catalog(), o);
+    w.resize(1280, 800);
+    w.detailTabs()->setCurrentWidget(w.detailTabs()->widget(1));
+    w.show();
+    QTest::qWait(100);
+    checkBillTextFits(w);
+}
+
+TEST_CASE("the window title names Headroom once", "[window]")
+{
+    MainWindow w(catalog(), testOptions());
+    // The platform appends the display name unless the title already ends with it (Qt 6,
+    // QPlatformWindow::formatWindowTitle, used by the xcb, Windows and macOS windows).
+    const QString name = QGuiApplication::applicationDisplayName();
+    const QString title = w.windowTitle();
+    const QString shown = title.endsWith(name) ? title : title + QStringLiteral(" \u2014 ") + name;
+    CHECK(shown.count(name) == 1);
+    CHECK(shown == QStringLiteral("What fits on a GPU \u2014 ") + name);
+}
+
+TEST_CASE("a first start without saved geometry fills most of the screen, centred", "[window][layout]")
+{
+    CHECK(defaultWindowGeometry(QRect(0, 0, 1280, 800)) == QRect(0, 0, 1280, 800));
+    CHECK(defaultWindowGeometry(QRect(0, 0, 1920, 1080)) == QRect(96, 54, 1728, 972));
+    // A panel on top: the free area starts lower, the window is centred in it.
+    CHECK(defaultWindowGeometry(QRect(0, 32, 2560, 1408)) == QRect(128, 102, 2304, 1267));
+    // A screen smaller than 1280x800: 90 % of it, never more than it.
+    CHECK(defaultWindowGeometry(QRect(0, 0, 1024, 600)) == QRect(0, 0, 1024, 600));
+
+    QTemporaryDir dir;
+    REQUIRE(dir.isValid());
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.filePath(QStringLiteral("settings")));
+    QSettings().clear();
+    MainWindow::Options o = testOptions();
+    o.useSettings = true;
+    {
+        MainWindow w(catalog(), o);
+        REQUIRE(w.screen());
+        const QRect available = w.screen()->availableGeometry();
+        INFO("screen " << available.width() << "x" << available.height());
+        CHECK(w.geometry() == defaultWindowGeometry(available));
+        CHECK(w.geometry().center() == available.center());
+        // A saved geometry wins over the default.
+        w.show();
+        w.setGeometry(QRect(10, 20, 700, 500));
+        QTest::qWait(50);
+        w.close(); // saves the settings
+    }
+    {
+        MainWindow w(catalog(), o);
+        CHECK(w.size() == QSize(700, 500));
+    }
+    QSettings().clear();
 }
 
 TEST_CASE("the probe runner reports progress, results and cancel without blocking", "[probes]")
