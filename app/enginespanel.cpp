@@ -19,8 +19,12 @@ EnginesPanel::EnginesPanel(QWidget* parent) : QSplitter(Qt::Vertical, parent)
     m_view->sortByColumn(-1, Qt::AscendingOrder);
     m_view->verticalHeader()->hide();
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
-    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-    m_view->horizontalHeader()->setSectionResizeMode(EngineComparisonModel::Engine, QHeaderView::ResizeToContents);
+    // The figures keep their whole text; the engine's name takes the width left and wraps in its
+    // row (rows are fitted again whenever a column changes width).
+    m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_view->horizontalHeader()->setSectionResizeMode(EngineComparisonModel::Engine, QHeaderView::Stretch);
+    m_view->setWordWrap(true);
+    connect(m_view->horizontalHeader(), &QHeaderView::sectionResized, m_view, &QTableView::resizeRowsToContents, Qt::QueuedConnection);
     // The binding limit of each engine is in the text below (and the Engine column's tooltip).
     m_view->setColumnHidden(EngineComparisonModel::Limit, true);
     m_view->setAlternatingRowColors(true);

@@ -6,6 +6,7 @@
 #include "billpanel.h"
 #include "choicespanel.h"
 #include "detailpanel.h"
+#include "enginespanel.h"
 #include "chartspanel.h"
 #include "enginecomparisonmodel.h"
 #include "formatting.h"
@@ -281,16 +282,16 @@ TEST_CASE("matrix reasons and card names are not cut at 1280x800", "[window][lay
     }
 }
 
-// Every row of the Memory bill shows its whole text: "How it is priced" wraps inside its row.
-void checkBillTextFits(MainWindow& w)
+// Every visible cell of @p view shows its whole text (a long one wraps inside its row).
+void checkTableTextFits(QTableView* view)
 {
-    QTableView* view = w.detail()->bill();
+    REQUIRE(view);
     REQUIRE(view->model()->rowCount() > 0);
     QHeaderView* header = view->horizontalHeader();
     const QFontMetrics fm = view->fontMetrics();
     const int padding = 2 * (view->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, view) + 1) + 1;
     for (int c = 0; c < view->model()->columnCount(); ++c)
-        for (int r = 0; r < view->model()->rowCount(); ++r) {
+        for (int r = 0; r < view->model()->rowCount() && !view->isColumnHidden(c); ++r) {
             const QString text = view->model()->index(r, c).data().toString();
             const QRect need = fm.boundingRect(QRect(0, 0, header->sectionSize(c) - padding, 10000), Qt::TextWordWrap, text);
             INFO(text.toStdString() << " in column " << c << " of " << header->sectionSize(c) << " px, row " << view->rowHeight(r) << " px");
@@ -299,16 +300,25 @@ void checkBillTextFits(MainWindow& w)
         }
 }
 
-TEST_CASE("the memory bill's text is not cut at 1280x800", "[window][layout]")
+TEST_CASE("the memory bill's and the engines' text is not cut at 1280x800", "[window][layout]")
 {
     MainWindow::Options o = testOptions();
     o.modelArg = "mistral-7b";
     MainWindow w(catalog(), o);
     w.resize(1280, 800);
-    w.detailTabs()->setCurrentWidget(w.detailTabs()->widget(1));
     w.show();
-    QTest::qWait(100);
-    checkBillTextFits(w);
+    SECTION("Memory bill: 'How it is priced' wraps")
+    {
+        w.detailTabs()->setCurrentIndex(1);
+        QTest::qWait(100);
+        checkTableTextFits(w.detail()->bill());
+    }
+    SECTION("Engines compared: the figures whole, the engine's name wraps")
+    {
+        w.detailTabs()->setCurrentIndex(2);
+        QTest::qWait(100);
+        checkTableTextFits(w.detail()->engines()->findChild<QTableView*>());
+    }
 }
 
 TEST_CASE("the window title names Headroom once", "[window]")
