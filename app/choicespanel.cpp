@@ -1,5 +1,7 @@
 #include "choicespanel.h"
 
+#include "headroom/core/stores/localstores.h"
+
 #include "enginecomparisonmodel.h"
 #include "formatting.h"
 #include "sliderentry.h"
@@ -55,9 +57,26 @@ QString cardLabel(const Card& card)
 
 QString modelLabel(const ModelProfile& m) { return QString::fromStdString(m.name.empty() ? m.id : m.name); }
 
+/// The store a local model was found in and its name there ("hf-cache ORG/NAME@REV"), from the
+/// profile's source as core's localModelProfile writes it; empty for anything else.
+static QString localStoreOrigin(const ModelProfile& m)
+{
+    for (LocalStoreKind kind : {LocalStoreKind::HubCache, LocalStoreKind::Ollama, LocalStoreKind::LmStudio, LocalStoreKind::Folder}) {
+        const std::string prefix = std::string(localStoreKindName(kind)) + " ";
+        if (m.source.rfind(prefix, 0) != 0)
+            continue;
+        const std::size_t nameEnd = m.source.find(' ', prefix.size());
+        return QString::fromStdString(m.source.substr(0, nameEnd));
+    }
+    return {};
+}
+
 QString modelToolTip(const ModelProfile& m)
 {
-    // Imports carry their files' content hash; built-in profiles have none.
+    // Imports carry their files' content hash, local-store models their store; built-in profiles neither.
+    const QString origin = localStoreOrigin(m);
+    if (!origin.isEmpty())
+        return QStringLiteral("%1\n%2\nread from %3").arg(modelLabel(m), origin, QString::fromStdString(m.id));
     if (!m.contentHash.empty())
         return QStringLiteral("%1\nread from %2").arg(modelLabel(m), QString::fromStdString(m.id));
     return QStringLiteral("%1\nbuilt-in profile '%2'").arg(modelLabel(m), QString::fromStdString(m.id));

@@ -13,6 +13,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFuture>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMimeData>
@@ -138,20 +139,28 @@ void LogPanel::build()
     m_leaveFree->setDecimals(2);
     m_leaveFree->setValue(2.0);
     m_leaveFree->setSuffix(QStringLiteral(" GiB"));
-    auto* choices = new QHBoxLayout;
-    const auto add = [choices](const QString& text, QWidget* w, int stretch = 0) {
+    // Two rows, combos sized to a few words rather than to their longest entry, so the panel fits a
+    // 1280-pixel-wide screen whatever model and card names the catalog holds.
+    for (QComboBox* combo : {m_model, m_weights, m_kv, m_card}) {
+        combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        combo->setMinimumContentsLength(14);
+    }
+    auto* choices = new QGridLayout;
+    const auto add = [choices](int row, int column, const QString& text, QWidget* w) {
         auto* label = new QLabel(text);
         label->setBuddy(w);
-        choices->addWidget(label);
-        choices->addWidget(w, stretch);
+        choices->addWidget(label, row, 2 * column);
+        choices->addWidget(w, row, 2 * column + 1);
     };
-    add(QStringLiteral("&Model"), m_model, 2);
-    add(QStringLiteral("&Weights"), m_weights, 1);
-    add(QStringLiteral("&KV"), m_kv, 1);
-    add(QStringLiteral("C&ard"), m_card, 2);
-    add(QStringLiteral("&Context"), m_context);
-    add(QStringLiteral("&Users"), m_users);
-    add(QStringLiteral("Leave &free"), m_leaveFree);
+    add(0, 0, QStringLiteral("&Model"), m_model);
+    add(0, 1, QStringLiteral("&Weights"), m_weights);
+    add(0, 2, QStringLiteral("&KV"), m_kv);
+    add(0, 3, QStringLiteral("C&ard"), m_card);
+    add(1, 0, QStringLiteral("&Context"), m_context);
+    add(1, 1, QStringLiteral("&Users"), m_users);
+    add(1, 2, QStringLiteral("Leave &free"), m_leaveFree);
+    for (int column : {1, 3, 5, 7})
+        choices->setColumnStretch(column, column == 1 || column == 7 ? 2 : 1);
 
     m_view = new QTextBrowser;
     m_view->setObjectName(QStringLiteral("LogReport"));
