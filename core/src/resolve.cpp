@@ -1,4 +1,5 @@
 #include "headroom/core/resolve.h"
+#include "headroom/core/safetext.h"
 
 #include "headroom/core/importers/importedmodel.h"
 #include "headroom/core/importers/importedprofile.h"
@@ -145,9 +146,9 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
         if (auto remote = resolveRemote(arg))
             return *remote;
         if (parseRepoId(arg))
-            return tl::unexpected("unknown model '" + arg + "': not a profile id, no such file, and not in a local Hugging Face hub cache "
+            return tl::unexpected("unknown model '" + safeText(arg) + "': not a profile id, no such file, and not in a local Hugging Face hub cache "
                                   "(HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub; list them with `headroom-cli models --local`)");
-        return tl::unexpected("unknown model '" + arg + "': not a profile id (list them with `headroom-cli models`) and no such file");
+        return tl::unexpected("unknown model '" + safeText(arg) + "': not a profile id (list them with `headroom-cli models`) and no such file");
     }
     auto imported = importModel(arg);
     if (!imported)

@@ -236,5 +236,11 @@ TEST_CASE("the log is untrusted: size, lines and line length are bounded", "[eng
     REQUIRE(noise);
     CHECK_FALSE(noise->find("kv_cache_tokens"));
     CHECK_FALSE(noise->find("available_kv_cache"));
+    // A negative or absurd figure where a count belongs is not kept (was cast to 18446744073709543424).
+    auto negative = parseEngineLog("Maximum concurrency for -8,192 tokens per request: 15.53x\n"
+                                   "Memory profiling takes 1 seconds. Total GPU memory: -1e300 GiB\n");
+    REQUIRE(negative);
+    CHECK(negative->settings.count("max-model-len") == 0);
+    CHECK_FALSE(negative->cardTotalBytes);
     CHECK(stripAnsi("\x1b[32mINFO\x1b[0m \x1b]0;title\x07ok\r") == "INFO ok");
 }

@@ -178,7 +178,12 @@ TEST_CASE("hostile 3: a GGUF with names that are not UTF-8 imports to printable,
     CHECK(m->tensors[0].name == "tok\\x1b[31m\xEF\xBF\xBD.weight");
     for (const std::string& w : m->warnings)
         CHECK(isSafeText(w));
-    json j{{"path", m->path}, {"architecture", m->architectureName}, {"warnings", m->warnings}};
+    // The model's own name (general.name "evil ESC]0;title BEL \xC3(") too: plans, tables and
+    // reports print it.
+    CHECK(isSafeText(m->modelName));
+    CHECK(m->modelName.find('\x1B') == std::string::npos);
+    CHECK(m->modelName.find('\x07') == std::string::npos);
+    json j{{"path", m->path}, {"architecture", m->architectureName}, {"name", m->modelName}, {"warnings", m->warnings}};
     CHECK_NOTHROW(j.dump());
     // An error names the file safely too.
     auto missing = importModel(dir.path() / "gone\xFF.gguf");

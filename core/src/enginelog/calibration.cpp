@@ -22,7 +22,7 @@ std::optional<double> number(const std::string& s)
         return std::nullopt;
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
-    return end && *end == '\0' && std::isfinite(v) && v >= 0 ? std::optional<double>(v) : std::nullopt;
+    return end && *end == '\0' && std::isfinite(v) && v >= 0 && v <= 1e18 ? std::optional<double>(v) : std::nullopt;
 }
 
 // The engine's canonical spelling of a setting key ("--max_model_len" -> "max-model-len" for

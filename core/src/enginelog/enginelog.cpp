@@ -57,6 +57,14 @@ std::optional<Scanned> numberAfter(std::string_view s, std::string_view key)
     return scanNumber(s, at + key.size());
 }
 
+std::optional<std::uint64_t> wholeNumber(const std::optional<Scanned>& n)
+{
+    constexpr double limit = 1152921504606846976.0; // 2^60
+    if (!n || !std::isfinite(n->value) || n->value < 0 || n->value > limit)
+        return std::nullopt;
+    return static_cast<std::uint64_t>(n->value);
+}
+
 std::optional<Scanned> sizeAfter(std::string_view s, std::string_view key)
 {
     const auto at = s.find(key);

@@ -5,6 +5,7 @@
 
 #include "headroom/core/enginelog/enginelog.h"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ std::optional<Scanned> numberAfter(std::string_view s, std::string_view key);
 std::optional<Scanned> sizeAt(std::string_view s, std::size_t pos);
 /// The size after the first @p key, in bytes.
 std::optional<Scanned> sizeAfter(std::string_view s, std::string_view key);
+/// @p n as a whole count of bytes or tokens: nullopt when absent, negative, not finite or above 2^60
+/// (a log is untrusted: "-8,192 tokens" must not become 18446744073709543424).
+std::optional<std::uint64_t> wholeNumber(const std::optional<Scanned>& n);
 /// The word after the first @p key (up to a space, ',', ')', ']' or a quote).
 std::string wordAfter(std::string_view s, std::string_view key);
 

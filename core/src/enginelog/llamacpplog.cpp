@@ -70,8 +70,8 @@ void readLlamaCppLine(Parser& p, std::string_view l)
     if (const auto at = l.find("using device "); at != std::string_view::npos && has(" MiB free")) {
         const auto dash = l.rfind(" - ");
         if (dash != std::string_view::npos)
-            if (auto free = sizeAt(l, dash + 3); free && !p.log().cardFreeBytes)
-                p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(free->value)};
+            if (const auto bytes = wholeNumber(sizeAt(l, dash + 3)); bytes && !p.log().cardFreeBytes)
+                p.log().cardFreeBytes = Bytes{*bytes};
         p.understood();
     }
     if (ctx) {
@@ -157,9 +157,13 @@ void readLlamaCppLine(Parser& p, std::string_view l)
                     p.term(names[i], v[static_cast<std::size_t>(i)].value * mib, LogUnit::Bytes,
                            v[static_cast<std::size_t>(i)].printed + " MiB", device);
                 if (!p.log().cardTotalBytes && device.find("CPU") == std::string::npos && device.find("Host") == std::string::npos) {
-                    p.log().cardTotalBytes = Bytes{static_cast<std::uint64_t>(v[0].value * mib)};
-                    if (!p.log().cardFreeBytes)
-                        p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(v[1].value * mib)};
+                    const auto mibAsBytes = [](const Scanned& n) {
+                        return wholeNumber(Scanned{n.value * mib, n.end, n.printed});
+                    };
+                    if (const auto total = mibAsBytes(v[0]))
+                        p.log().cardTotalBytes = Bytes{*total};
+                    if (const auto free = mibAsBytes(v[1]); free && !p.log().cardFreeBytes)
+                        p.log().cardFreeBytes = Bytes{*free};
                 }
             }
         }

@@ -41,8 +41,8 @@ void readOllamaLine(Parser& p, std::string_view l)
         const std::string avail = logfmt(l, "memory.available");
         if (auto s = sizeAt(avail, avail.starts_with("[") ? 1 : 0)) {
             p.term("available", s->value, LogUnit::Bytes, s->printed);
-            if (!p.log().cardFreeBytes)
-                p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(s->value)};
+            if (const auto bytes = wholeNumber(s); bytes && !p.log().cardFreeBytes)
+                p.log().cardFreeBytes = Bytes{*bytes};
         }
         for (const char* key : {"layers.model", "layers.offload"})
             if (auto n = scanNumber(logfmt(l, key), 0))

@@ -18,8 +18,8 @@ void readSglangLine(Parser& p, std::string_view l)
     if (has("Load weight begin.")) {
         p.vote("sglang", 2);
         if (auto free = sizeAfter(l, "avail mem=")) {
-            if (!p.log().cardFreeBytes)
-                p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(free->value)};
+            if (const auto bytes = wholeNumber(free); bytes && !p.log().cardFreeBytes)
+                p.log().cardFreeBytes = Bytes{*bytes};
             p.bytes("free_before_weights", free);
         }
     }

@@ -20,8 +20,8 @@ void readTensorRtLlmLine(Parser& p, std::string_view l)
     if (has("Memory usage when calculating max tokens in paged kv cache:")) {
         const auto total = sizeAfter(l, "total:");
         const auto avail = sizeAfter(l, "available:");
-        if (total && !p.log().cardTotalBytes)
-            p.log().cardTotalBytes = Bytes{static_cast<std::uint64_t>(total->value)};
+        if (const auto bytes = wholeNumber(total); bytes && !p.log().cardTotalBytes)
+            p.log().cardTotalBytes = Bytes{*bytes};
         p.bytes("free_after_load", avail);
     }
     if (has("Number of blocks in KV cache primary pool:"))

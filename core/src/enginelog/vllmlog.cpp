@@ -14,10 +14,10 @@ bool has(std::string_view s, std::string_view k)
 
 void cardFrom(Parser& p, const std::optional<Scanned>& total, const std::optional<Scanned>& free)
 {
-    if (total && !p.log().cardTotalBytes)
-        p.log().cardTotalBytes = Bytes{static_cast<std::uint64_t>(total->value)};
-    if (free && !p.log().cardFreeBytes)
-        p.log().cardFreeBytes = Bytes{static_cast<std::uint64_t>(free->value)};
+    if (const auto bytes = wholeNumber(total); bytes && !p.log().cardTotalBytes)
+        p.log().cardTotalBytes = Bytes{*bytes};
+    if (const auto bytes = wholeNumber(free); bytes && !p.log().cardFreeBytes)
+        p.log().cardFreeBytes = Bytes{*bytes};
 }
 
 } // namespace
@@ -85,8 +85,8 @@ void readVllmLine(Parser& p, std::string_view l)
         p.vote("vllm", 2);
         const auto len = scanNumber(l, at + 24);
         const auto x = numberAfter(l, "tokens per request:");
-        if (len)
-            p.setting("max-model-len", std::to_string(static_cast<std::uint64_t>(len->value)));
+        if (const auto tokens = wholeNumber(len))
+            p.setting("max-model-len", std::to_string(*tokens));
         p.count("max_concurrency", x, LogUnit::Ratio);
     }
     if (has(l, "Graph capturing finished in")) {

@@ -20,7 +20,8 @@ namespace {
 /// (safetext.h): a GGUF architecture or tensor name, a file name, need not be UTF-8.
 ImportedModel safeModel(ImportedModel model)
 {
-    for (std::string* s : {&model.format, &model.formatVersion, &model.path, &model.architectureName, &model.contentHash})
+    for (std::string* s : {&model.format, &model.formatVersion, &model.path, &model.architectureName, &model.contentHash,
+                           &model.modelName})
         *s = safeText(*s);
     if (model.weightFormatId)
         model.weightFormatId = safeText(*model.weightFormatId);
