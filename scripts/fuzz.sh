@@ -10,8 +10,13 @@
 #                         (default: all)
 # Environment: FUZZ_BUILD (default build-fuzz), FIXTURES (default $HEADROOM_FIXTURES_DIR, else
 #   ../shared/fixtures), FUZZ_WORK (default .: corpora grow in $FUZZ_WORK/fuzz-corpus/<target>,
-#   crashes land in $FUZZ_WORK/fuzz-artifacts/<target>/; both git-ignored). One process at a time:
-#   the machine is shared. Exit 1 if a target crashed, leaked, timed out or ran out of memory.
+#   crashes land in $FUZZ_WORK/fuzz-artifacts/<target>/; both git-ignored), FUZZ_BIN (a folder of
+#   already built targets: nothing is built; default $FUZZ_BUILD/bin, built first). One process at
+#   a time: the machine is shared.
+# Exit 1 if a target crashed, leaked, timed out, ran out of memory or exited non-zero for any
+#   other reason (a fuzzer that cannot start counts too): each failure is named on stderr as
+#   "fuzz: FAILED TARGET (exit N): crash file PATH" (or "no crash file written" and its log), and
+#   the last line lists the targets that failed. tests/cli/fuzzscript.sh checks this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-600}
@@ -22,13 +27,17 @@ BUILD=${FUZZ_BUILD:-build-fuzz}
 FIXTURES=${FIXTURES:-${HEADROOM_FIXTURES_DIR:-../shared/fixtures}}
 WORK=${FUZZ_WORK:-.}
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  # -O1 without debug info: half the compile time of RelWithDebInfo, as thorough for fuzzing.
-  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1" \
-    -DHEADROOM_BUILD_FUZZ=ON -DHEADROOM_BUILD_GUI=OFF -DHEADROOM_BUILD_BENCH=OFF \
-    -DHEADROOM_WITH_CUDA=OFF -DBUILD_TESTING=OFF ${FUZZ_CMAKE_ARGS:-} >/dev/null
+BIN=${FUZZ_BIN:-}
+if [ -z "$BIN" ]; then
+  BIN=$BUILD/bin
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    # -O1 without debug info: half the compile time of RelWithDebInfo, as thorough for fuzzing.
+    CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1" \
+      -DHEADROOM_BUILD_FUZZ=ON -DHEADROOM_BUILD_GUI=OFF -DHEADROOM_BUILD_BENCH=OFF \
+      -DHEADROOM_WITH_CUDA=OFF -DBUILD_TESTING=OFF ${FUZZ_CMAKE_ARGS:-} >/dev/null
+  fi
+  cmake --build "$BUILD" -j2 --target "${TARGETS[@]}"
 fi
-cmake --build "$BUILD" -j2 --target "${TARGETS[@]}"
 
 # A GGUF header (lax mode byte first: 1 TiB of tensor data assumed) with an architecture, one
 # KV per line of the key table, and one tensor info; written with printf, no binary committed.
@@ -93,17 +102,34 @@ seed() { # target -> corpus dir
 dict_of() { case $1 in fuzz_gguf) echo fuzz/dict/gguf.dict ;; fuzz_engine_log) echo fuzz/dict/enginelog.dict ;; *) echo fuzz/dict/json.dict ;; esac; }
 
 status=0
+failed=()
 for t in "${TARGETS[@]}"; do
   corpus=$(seed "$t")
   artifacts=$WORK/fuzz-artifacts/$t
+  log=$artifacts/last-run.log
   mkdir -p "$artifacts"
   echo "=== $t: ${SECONDS_PER_TARGET}s, corpus $corpus ($(ls "$corpus" | wc -l) inputs), dictionary $(dict_of "$t")"
-  "$BUILD/bin/$t" "$corpus" -dict="$(dict_of "$t")" -max_total_time="$SECONDS_PER_TARGET" -max_len=131072 -timeout=10 \
-        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" > "$artifacts/last-run.log" 2>&1 || true
-  grep -E "^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)|ERROR|SUMMARY|Test unit written" "$artifacts/last-run.log" || true
-  if grep -q -E "ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error|Test unit written" "$artifacts/last-run.log"; then
-    echo "!!! $t found a failure: see $artifacts/"
+  # The fuzzer's own exit status decides (0 only when it ran its time without a finding); the log
+  # is read for the figures and for the file libFuzzer wrote the failing input to.
+  rc=0
+  "$BIN/$t" "$corpus" -dict="$(dict_of "$t")" -max_total_time="$SECONDS_PER_TARGET" -max_len=131072 -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" > "$log" 2>&1 || rc=$?
+  grep -E "^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)|ERROR|SUMMARY|Test unit written" "$log" || true
+  if [ "$rc" -ne 0 ] || grep -q -E "ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error|Test unit written" "$log"; then
+    crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
+    if [ -n "$crash" ]; then
+      echo "fuzz: FAILED $t (exit $rc): crash file $crash (log $log)" >&2
+    else
+      echo "fuzz: FAILED $t (exit $rc): no crash file written, see $log" >&2
+      tail -5 "$log" >&2
+    fi
+    failed+=("$t")
     status=1
   fi
 done
+if [ "$status" -ne 0 ]; then
+  echo "fuzz: ${#failed[@]} of ${#TARGETS[@]} targets failed: ${failed[*]}" >&2
+else
+  echo "fuzz: ${#TARGETS[@]} targets ran ${SECONDS_PER_TARGET} s each without a finding"
+fi
 exit $status

@@ -22,7 +22,11 @@ QT_QPA_PLATFORM=offscreen ctest --test-dir "$build" --output-on-failure -j2
 if [ "${HEADROOM_CI_FUZZ:-1}" = 1 ]; then
   echo "test: fuzz targets, ${FUZZ_SECONDS:-10} s each"
   fuzz_start=$(date +%s)
-  FUZZ_BUILD="$build-fuzz" FUZZ_WORK="$build-fuzz/work" "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}"
+  # A finding or any non-zero exit of a fuzzer fails the run; fuzz.sh names the target and its crash file.
+  if ! FUZZ_BUILD="$build-fuzz" FUZZ_WORK="$build-fuzz/work" "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}"; then
+    echo "test: the fuzz step failed (the failing targets and their crash files are named above)" >&2
+    exit 1
+  fi
   echo "test: fuzz targets built and run in $(( $(date +%s) - fuzz_start )) s"
 fi
 

@@ -81,3 +81,10 @@ headroom_hostile_test(flags_injection
   "llama-server -m '\\./a\\$\\(touch pwned\\)`touch pwned2`\\.gguf' -c [0-9]+.*\n\\[-m\\]\n\\[\\./a\\$\\(touch pwned\\)`touch pwned2`\\.gguf\\]\ncannot access 'pwned'[^\n]*\ncannot access 'pwned2'")
 # class 8
 headroom_hostile_test(render_leftovers "(SKIPPED: no headroom-render|exit code 0\nTMPDIR entries: 0\nbeside the output: 0\n.*exit code 1\ncannot access)")
+
+# scripts/fuzz.sh fails on a finding or any non-zero exit of a fuzzer, naming the target and the
+# crash file (fake fuzzers, 1 s each: tests/cli/fuzzscript.sh; nothing is built).
+add_test(NAME fuzz_script_reports_crash
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzzscript.sh ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/fuzzscript)
+set_tests_properties(fuzz_script_reports_crash PROPERTIES TIMEOUT 120 LABELS "cli;hostile" PASS_REGULAR_EXPRESSION
+  "fuzz.sh exit code 1\nfuzz: FAILED fuzz_gguf \\(exit 1\\): crash file [^\n]*/fuzz-artifacts/fuzz_gguf/crash-da39a3ee [^\n]*\nfuzz: FAILED fuzz_hfconfig \\(exit 77\\): no crash file written[^\n]*\nfuzz: 2 of 3 targets failed: fuzz_gguf fuzz_hfconfig\ncrash file kept\nclean fuzz.sh exit code 0")
