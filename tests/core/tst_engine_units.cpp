@@ -142,7 +142,10 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     REQUIRE(spent == v3.weightsBytes.value + totalBytes(v3.overheads).value);
     const std::uint64_t freeAfter = kCard - spent;
     const std::uint64_t block = 16 * v2.kvBytesPerToken.value;
-    const auto kv2 = static_cast<std::uint64_t>(std::floor(static_cast<double>(freeAfter) * 0.90));
+    // 2.x: the warm-up batch's blocks (2 requests of 4,095 + 1 tokens for a 4,096 prefill at
+    // max-input-tokens 4,095: 2 x 256 blocks of 16) escape the wiggle room.
+    const std::uint64_t warmup = 2 * 256 * block;
+    const auto kv2 = static_cast<std::uint64_t>(std::floor(static_cast<double>(freeAfter - warmup) * 0.90)) + warmup;
     const std::uint64_t kv3 = freeAfter - (kCard - static_cast<std::uint64_t>(std::floor(static_cast<double>(kCard) * 0.90)));
     CHECK(v2.kvBlocks == kv2 / block);
     CHECK(v3.kvBlocks == kv3 / block);
@@ -150,6 +153,8 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     CHECK(v3.kvBlocks < v2.kvBlocks); // 10 % of the total is more than 10 % of what is left
     // The warm-up prefill prices its activations and its prefill_logprobs logits.
     CHECK(item(v2.overheads, "warmup_logits") == 4096ull * 128'256 * 4);
+    // and TGI's layer live set at the MLP: 7 x hidden + 4 x intermediate a token, 2 B each.
+    CHECK(item(v2.overheads, "warmup_activations") == 4096ull * (7 * 4096 + 4 * 14'336) * 2);
     // 2.x launcher defaults (launcher/src/main.rs v2.0.4): positions min(131,072, 4,096) = 4,096,
     // max-input-tokens 4,095, the warm-up prefill 4,095 + 50 = 4,145 tokens; a given
     // max-input-tokens moves the prefill with it, and one at or above max-total-tokens is refused.

@@ -11,7 +11,10 @@
 //   - from 3.0: num_blocks = int(free(CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM) // block_bytes) + warm-up
 //     blocks: the wiggle room is a share of the total (TGI_WIGGLE_ROOM 0.95 in 3.0, 0.93 in
 //     3.1-3.2, 0.90 from 3.3);
-//   - the warm-up blocks are allocated before free memory is read and added back, so they cancel;
+//   - the warm-up batch's blocks are allocated before free memory is read and added back whole: in
+//     3.x they cancel, in 2.x they escape the wiggle room (blocks = 0.95 x (free - warm-up) + warm-up);
+//   - the warm-up activations are TGI's layer live set, 7 x hidden + 4 x intermediate a token
+//     (tgiWarmupActivationBytes), next to the logits and log-softmax of every prefill token;
 //   - max batch total tokens = num_blocks x BLOCK_SIZE; BLOCK_SIZE 16 (paged attention), 256
 //     (flashdecoding), 1 (flashinfer) (models/globals.py);
 //   - CUDA graphs are captured after the blocks are allocated;
@@ -189,6 +192,38 @@ std::uint64_t tgi3PrefillDefault(const PlanRequest& r, const Architecture& a, co
     return std::max<std::uint64_t>(value, 1);
 }
 
+/// The warm-up prefill's activation peak as TGI's flash models hold it, in bytes: @p tokens x
+/// (7 x hidden + 4 x intermediate/tp) x @p elementBytes. Read from the layer code
+/// (server/text_generation_server/models/custom_modeling/flash_mistral_modeling.py, v2.0.4 and
+/// v3.3.7, MistralLayer.forward and MistralMLP.forward; flash_llama_modeling.py has the same shape):
+/// at the MLP's product the caller's hidden_states and residual, the layer's normed_hidden_states and
+/// res (input_layernorm: dropout_add_ln_fwd returns new tensors on CUDA, layers/layernorm.py),
+/// attn_output, normed_attn_res_output and attn_res are alive (7 x hidden), next to gate_up_states
+/// (2 x intermediate), act(gate) and its product with up (1 x intermediate each). An MoE prices the
+/// top-k experts' intermediate, as activationPeakBytes (overheads.h) does.
+Bytes tgiWarmupActivationBytes(const Architecture& a, std::uint64_t tokens, std::uint32_t tp, std::uint64_t elementBytes)
+{
+    std::uint64_t ffn = a.intermediateSize;
+    if (a.moe.enabled())
+        ffn = std::max<std::uint64_t>(ffn, (std::uint64_t{a.moe.expertsPerToken} + a.moe.sharedExperts) * a.moe.expertFfnSize);
+    const std::uint64_t perToken = 7 * std::uint64_t{a.hiddenSize} + 4 * (ffn / std::max<std::uint32_t>(tp, 1));
+    return Bytes{checkedMul(checkedMul(tokens, perToken, "TGI warm-up activations"), elementBytes, "TGI warm-up activations")};
+}
+
+/// The KV blocks of the warm-up batch, in bytes (TGI 2.x). The router sends ceil(max-batch-prefill-tokens
+/// / max-input-tokens) requests, each truncated to at most max-input-tokens with max_new_tokens =
+/// max-total-tokens - truncate (router/client/src/client.rs warmup, v2.0.4), and the batch reserves
+/// ceil(max-total-tokens / BLOCK_SIZE) blocks a request (flash_causal_lm.py FlashCausalLMBatch.from_pb).
+Bytes warmupBatchKvBytes(const EngineInputs& in)
+{
+    const std::uint64_t block = std::max<std::uint64_t>(in.setup.paging.blockTokens, 1);
+    const std::uint64_t total = std::max<std::uint64_t>(in.setup.contextTokens, 1);
+    const std::uint64_t input = std::max<std::uint64_t>(in.settings.integer("max-input-tokens").value_or(total - 1), 1);
+    const std::uint64_t requests = (std::max<std::uint64_t>(in.setup.ubatchTokens, 1) + input - 1) / input;
+    const std::uint64_t blocks = checkedMul(requests, (total + block - 1) / block, "TGI warm-up blocks");
+    return in.kvBytesPerToken * checkedMul(blocks, block, "TGI warm-up blocks");
+}
+
 class TgiEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Tgi; }
@@ -261,12 +296,13 @@ public:
         const Bytes context = r.measured.runtimeBytes.value_or(e.runtimeBytes);
         b.overheads.push_back(item("cuda_context", context, r.measured.runtimeBytes ? "measured" : "CUDA context (engine profile)"));
         const Bytes act = r.measured.activationPeakBytes.value_or(
-            activationPeakBytes(in.arch, prefill, prefill, in.setup.flashAttention));
+            tgiWarmupActivationBytes(in.arch, prefill, in.setup.tensorParallel, 2));
         b.overheads.push_back(item("warmup_activations", act,
                                    r.measured.activationPeakBytes
                                        ? std::string("measured")
                                        : "warm-up prefill of max-batch-prefill-tokens " + formatThousands(prefill)
-                                           + " tokens, kept by the caching allocator"));
+                                           + " tokens x (7 x hidden + 4 x intermediate) x 2 B, the layer's live set,"
+                                             " kept by the caching allocator"));
         if (!r.measured.activationPeakBytes) {
             // prefill_logprobs: logits [tokens, vocab] and their log-softmax, both in the model dtype.
             const std::uint64_t vocab = (in.arch.vocabSize + in.setup.tensorParallel - 1) / in.setup.tensorParallel;
@@ -287,7 +323,10 @@ public:
         } else {
             const Bytes keptTotal = saturatingSub(total, fraction(total, memoryFraction));
             const Bytes freeFraction = saturatingSub(freeNow, keptTotal);
-            kv = fraction(freeFraction, wiggle);
+            // The warm-up batch's own blocks are in use when free memory is read and are added back
+            // whole, outside the wiggle room: blocks = int(free x wiggle // block) + warm-up blocks.
+            const Bytes warmupKv = std::min(warmupBatchKvBytes(in), freeFraction);
+            kv = fraction(saturatingSub(freeFraction, warmupKv), wiggle) + warmupKv;
             b.reserved.push_back(item("wiggle_room", saturatingSub(freeNow, kv),
                                       "1 - " + percent(wiggle) + " of the memory free after the warm-up (TGI 2.x)"
                                           + (memoryFraction < 1 ? ", and 1 - cuda-memory-fraction of the total" : "")));
