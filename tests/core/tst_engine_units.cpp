@@ -115,6 +115,15 @@ TEST_CASE("SGLang: mem_fraction_static of the memory free at start-up, by versio
     CHECK(figure(p, "max_total_num_tokens") == static_cast<double>(rest / cell));
     CHECK(p.maxResidentTokens == rest / cell);
 
+    // Memory other processes hold (--used 2 GiB) is not free at start-up: outside the pool and the slack.
+    PlanRequest used = request(set, "sglang", {{"mem-fraction-static", "0.8"}});
+    used.freeBytes = Bytes{kCard - (2ull << 30)};
+    const PlanResult pu = plan(used);
+    CHECK(item(pu.reserved, "other_processes") == 2ull << 30);
+    const auto restUsed = static_cast<std::uint64_t>(std::floor(static_cast<double>(freeAtStart - (2ull << 30)) * 0.8))
+        - pu.weightsBytes.value - item(pu.overheads, "load_overhead");
+    CHECK(pu.maxResidentTokens == restUsed / cell);
+
     // TP 2: NCCL init on each rank, KV heads split.
     PlanRequest r2 = request(set, "sglang", {{"mem-fraction-static", "0.8"}, {"tp", "2"}});
     const PlanResult p2 = plan(r2);

@@ -3,6 +3,8 @@
 //     rest   = free_after_weights - free_at_start x (1 - mem_fraction_static)        [GB = 2^30 B]
 //     tokens = int(rest x 2^30 // cell_size)          cell_size = H_kv/tp x (d_k + d_v) x L x dtype
 //                                                     (MLA: (kv_lora_rank + rope_dim) x L x dtype)
+// The memory free at start-up is the card total less what other processes hold (--free/--used)
+// and SGLang's own CUDA context and torch.distributed init.
 // Rules read from the source:
 //   - pool: python/sglang/srt/model_executor/model_runner.py profile_max_num_token (v0.3-v0.4.x;
 //     e.g. v0.4.3: `rest_memory = available_gpu_memory - total_gpu_memory * (1 - self.mem_fraction_static)`,
@@ -190,13 +192,19 @@ public:
         const double mfs = in.settings.number("mem-fraction-static").value_or(0.88);
         const bool distributed = in.setup.tensorParallel * in.setup.pipelineParallel > 1;
         EngineBill b;
+        // Memory other processes hold (--free/--used: a desktop under WSL2, another server) is not
+        // free at start-up, so it is outside the pool and outside the slack.
+        const Bytes free = r.freeBytes ? std::min(*r.freeBytes, total) : total;
+        if (free < total)
+            b.reserved.push_back(item("other_processes", total - free,
+                                      "held by other processes before SGLang starts (--free/--used)"));
         const Bytes context = r.measured.runtimeBytes.value_or(e.runtimeBytes);
         b.overheads.push_back(item("cuda_context", context,
                                    r.measured.runtimeBytes ? "measured" : "CUDA context before the weights load (engine profile)"));
         if (distributed)
             b.overheads.push_back(item("distributed_init", Bytes{kDistributedInitBytes},
                                        "torch.distributed + NCCL init per rank (measured, SGLang 0.4.3 log)"));
-        const Bytes freeAtStart = saturatingSub(total, totalBytes(b.overheads));
+        const Bytes freeAtStart = saturatingSub(free, totalBytes(b.overheads));
         if (e.workspaceBytes.value > 0)
             b.overheads.push_back(item("load_overhead", e.workspaceBytes,
                                        "memory the weight load takes beyond the tensors (engine profile)"));
@@ -204,7 +212,7 @@ public:
         b.reserved.push_back(item("mem_fraction_static_slack", slack,
                                   "(1 - mem_fraction_static " + percent(mfs) + ") of the " + formatBytes(freeAtStart)
                                       + " free at start-up; CUDA graphs and activations live here"));
-        b.usableBytes = saturatingSub(total, slack);
+        b.usableBytes = saturatingSub(free, slack);
         finishBudget(in, b);
 
         // max_total_num_tokens = int(rest // cell_size), rounded down to the page, capped by max-total-tokens.
