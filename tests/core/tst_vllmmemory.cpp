@@ -102,6 +102,10 @@ TEST_CASE("vLLM 0.19's profile-run torch peak matches the printed increase", "[v
         {"llama-3.1-8b", h100Shape(1, 2), 2.01},    // the last PP stage (Worker_PP1)
         {"qwen2.5-7b", h100Shape(), 2.21},
         {"gemma-2-9b", h100Shape(), 3.65},
+        // MoE: the fused-MoE workspace (0.50 GiB for Qwen3-30B-A3B, 0.16 GiB for Scout at TP 4)
+        // stays allocated through the sampler run and adds to its peak.
+        {"qwen3-30b-a3b", h100Shape(), 2.68},
+        {"llama-4-scout", h100Shape(4), 3.19},
     };
     for (const Row& row : rows) {
         const ProfilePeak p = profilePeak(model(row.model), row.shape);
@@ -115,6 +119,28 @@ TEST_CASE("vLLM 0.19's profile-run torch peak matches the printed increase", "[v
     // Worker_PP0; the compiled graph keeps more than the 3H + 3I of eager PyTorch, 0.84 GiB).
     const ProfilePeak first = profilePeak(model("llama-3.1-8b"), h100Shape());
     CHECK(gibOf(first.forwardBytes) == Approx(0.84).margin(0.01));
+}
+
+TEST_CASE("vLLM's fused-MoE workspace: TritonExperts workspace_shapes of the chunked batch", "[vllm]")
+{
+    // Qwen3-30B-A3B: M 8192, top-8, N = 2 x 768, K = 2048: workspace13 8192 x 8 x 2048 and
+    // workspace2 8192 x 8 x 2048 elements of 2 B = 2 x 256 MiB.
+    const Architecture qwen = model("qwen3-30b-a3b");
+    CHECK(fusedMoeWorkspaceBytes(qwen, 8192, 1, 2).value == 2ull * 8192 * 8 * 2048 * 2);
+    // Chunked at VLLM_FUSED_MOE_CHUNK_SIZE (16,384 tokens): a larger batch takes no more.
+    CHECK(fusedMoeWorkspaceBytes(qwen, 65536, 1, 2) == fusedMoeWorkspaceBytes(qwen, 16384, 1, 2));
+    // Mixtral at TP 2: N = 2 x 14336 / 2 = 14336, K = 4096, top-2: (7168 + 14336) x 8192 x 2 x 2 B.
+    const Architecture mixtral = model("mixtral-8x7b");
+    CHECK(fusedMoeWorkspaceBytes(mixtral, 8192, 2, 2).value == (7168ull + 14336) * 8192 * 2 * 2);
+    CHECK(fusedMoeWorkspaceBytes(model("llama-3.1-8b"), 8192, 1, 2).value == 0);
+    // Persistent from v0.13 (the workspace manager); before, the caches count in the forward pass.
+    CHECK(persistentMoeWorkspace("0.19.0"));
+    CHECK_FALSE(persistentMoeWorkspace("0.9.2"));
+    ProfileShape old = h100Shape();
+    old.persistentMoeWorkspace = false;
+    const ProfilePeak transient = profilePeak(qwen, old);
+    CHECK(transient.moeWorkspaceBytes.value == 0);
+    CHECK(profilePeak(qwen, h100Shape()).moeWorkspaceBytes.value == 2ull * 8192 * 8 * 2048 * 2);
 }
 
 TEST_CASE("vLLM V0's profile peak is the forward pass of max_model_len tokens", "[vllm]")

@@ -102,12 +102,16 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
     shape.pipelineParallel = s.pipelineParallel;
     shape.activationBytes = act;
     shape.samplerExtraBytes = vllm::samplerExtraBytesPerEntry(appliedEngineVersion(r.engine));
+    shape.persistentMoeWorkspace = vllm::persistentMoeWorkspace(appliedEngineVersion(r.engine));
     const vllm::ProfilePeak peak = vllm::profilePeak(in.arch, shape);
     const bool samplerBinds = peak.samplerBytes.value >= peak.forwardBytes.value;
+    const std::string workspace = peak.moeWorkspaceBytes.value == 0
+        ? std::string()
+        : gib(peak.moeWorkspaceBytes) + " fused-MoE workspace (kept by the workspace manager) + ";
     out.push_back(item("activation_peak", m.activationPeakBytes.value_or(peak.peakBytes()),
                        m.activationPeakBytes
                            ? std::string("measured")
-                           : "profile run torch peak: max(forward of " + formatThousands(shape.batchedTokens) + " tokens "
+                           : "profile run torch peak: " + workspace + "max(forward of " + formatThousands(shape.batchedTokens) + " tokens "
                                  + gib(peak.forwardBytes) + ", sampler of " + formatThousands(shape.samplerRows) + " rows x "
                                  + formatThousands(in.arch.vocabSize) + " vocab " + gib(peak.samplerBytes) + ") = "
                                  + (samplerBinds ? "sampler" : "forward")));

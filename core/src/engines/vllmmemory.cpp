@@ -23,23 +23,54 @@ bool nameHas(std::string name, const char* needle)
     return name.find(needle) != std::string::npos;
 }
 
-/// Elements per token kept at the peak of one layer's forward pass (see ProfilePeak::forwardBytes).
-std::uint64_t forwardElementsPerToken(const Architecture& a, std::uint32_t tp)
+/// Elements per token of a dense layer's forward peak (see ProfilePeak::forwardBytes).
+std::uint64_t denseElementsPerToken(const Architecture& a, std::uint32_t tp)
+{
+    return add(mul(3, a.hiddenSize), mul(3, a.intermediateSize) / tp);
+}
+
+/// Elements per token kept at the peak of one MoE layer's forward pass outside a persistent
+/// workspace, or with the transient fused-MoE caches when @p cachesIncluded.
+std::uint64_t moeElementsPerToken(const Architecture& a, std::uint32_t tp, bool cachesIncluded)
 {
     const std::uint64_t h = a.hiddenSize;
-    const std::uint64_t dense = add(mul(3, h), mul(3, a.intermediateSize) / tp);
-    if (!a.moe.enabled())
-        return dense;
+    const std::uint64_t expert = a.moe.expertFfnSize / tp;
+    const std::uint64_t shared = mul(3, mul(a.moe.sharedExperts, expert));
+    if (!cachesIncluded)
+        return add(mul(4, h), shared);
     // fused_moe (model_executor/layers/fused_moe): per routed expert slot the gate_up cache
     // (2 I), the activation cache (I) and the down output (H), I = expert width / TP; the
     // shared experts run as a dense MLP of sharedExperts x expert width.
-    const std::uint64_t expert = a.moe.expertFfnSize / tp;
-    std::uint64_t moe = add(mul(3, h), mul(a.moe.expertsPerToken, add(mul(3, expert), h)));
-    moe = add(moe, mul(3, mul(a.moe.sharedExperts, expert)));
-    return a.moe.denseFirstLayers > 0 || a.moe.layerStep > 1 ? std::max(dense, moe) : moe;
+    return add(add(mul(3, h), mul(a.moe.expertsPerToken, add(mul(3, expert), h))), shared);
+}
+
+std::uint64_t roundUp256(std::uint64_t bytes)
+{
+    return add(bytes, 255) / 256 * 256;
 }
 
 } // namespace
+
+bool persistentMoeWorkspace(const std::string& version)
+{
+    return atLeast(version, "0.13");
+}
+
+Bytes fusedMoeWorkspaceBytes(const Architecture& a, std::uint64_t batchedTokens, std::uint32_t tensorParallel,
+                             std::uint32_t activationBytes)
+{
+    if (!a.moe.enabled())
+        return Bytes{};
+    constexpr std::uint64_t kChunkTokens = 16 * 1024; // VLLM_FUSED_MOE_CHUNK_SIZE (envs.py)
+    const std::uint32_t tp = std::max<std::uint32_t>(tensorParallel, 1);
+    const std::uint64_t m = std::min(batchedTokens, kChunkTokens);
+    const std::uint64_t n = mul(2, a.moe.expertFfnSize) / tp;
+    const std::uint64_t k = a.hiddenSize;
+    const std::uint64_t rows = mul(m, a.moe.expertsPerToken);
+    const std::uint64_t workspace13 = std::max(mul(rows, std::max(n / 2, k)), mul(m, k));
+    const std::uint64_t workspace2 = mul(rows, std::max(n, k));
+    return Bytes{add(roundUp256(mul(workspace13, activationBytes)), roundUp256(mul(workspace2, activationBytes)))};
+}
 
 ProfilerRule profilerRule(const std::string& version)
 {
@@ -74,7 +105,22 @@ ProfilePeak profilePeak(const Architecture& a, const ProfileShape& s)
     const std::uint32_t tp = std::max<std::uint32_t>(s.tensorParallel, 1);
     const std::uint64_t act = s.activationBytes;
     ProfilePeak p;
-    p.forwardBytes = Bytes{mul(mul(s.batchedTokens, forwardElementsPerToken(a, tp)), act)};
+    const std::uint64_t dense = denseElementsPerToken(a, tp);
+    if (!a.moe.enabled()) {
+        p.forwardBytes = Bytes{mul(mul(s.batchedTokens, dense), act)};
+    } else {
+        const bool persistent = s.persistentMoeWorkspace;
+        std::uint64_t perToken = moeElementsPerToken(a, tp, !persistent);
+        const bool interleaved = a.moe.layerStep > 1;
+        if (interleaved || (!persistent && a.moe.denseFirstLayers > 0))
+            perToken = std::max(perToken, dense);
+        p.forwardBytes = Bytes{mul(mul(s.batchedTokens, perToken), act)};
+        if (persistent) {
+            p.moeWorkspaceBytes = fusedMoeWorkspaceBytes(a, s.batchedTokens, tp, s.activationBytes);
+            if (a.moe.denseFirstLayers > 0 && !interleaved)
+                p.leadingDenseBytes = Bytes{mul(mul(s.batchedTokens, dense), act)};
+        }
+    }
     std::uint64_t hidden = mul(add(s.batchedTokens, s.samplerRows), a.hiddenSize);
     if (s.pipelineParallel > 1)
         hidden = add(hidden, mul(2, mul(s.batchedTokens, a.hiddenSize))); // received hidden + residual

@@ -67,7 +67,29 @@ struct ProfileShape {
     std::uint32_t activationBytes = 2;///< the model dtype: 2 (bf16/fp16), 4 (fp32)
     /// Sampler bytes per logits entry beyond the model dtype (samplerExtraBytesPerEntry).
     std::uint32_t samplerExtraBytes = 13;
+    /// The fused-MoE scratch lives in the persistent workspace manager (persistentMoeWorkspace).
+    bool persistentMoeWorkspace = true;
 };
+
+/// Whether @p version keeps the fused-MoE scratch in the persistent workspace manager
+/// (vllm/v1/worker/workspace.py WorkspaceManager, used by the modular kernel's
+/// _allocate_buffers since PR 27532, merged late November 2025: v0.13 on). Before, the modular
+/// kernel took its workspaces with torch.empty on every call and freed them with the layer.
+bool persistentMoeWorkspace(const std::string& version);
+
+/// The fused-MoE workspace of one forward pass of @p batchedTokens tokens on one rank, in bytes
+/// (0 for a dense model): vllm/model_executor/layers/fused_moe/modular_kernel.py
+/// FusedMoEKernelModularImpl._allocate_buffers with the TritonExperts of fused_moe.py (the
+/// unquantized and FP8 path on CUDA), v0.19. With M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE =
+/// 16,384, envs.py), N = 2 x expert width / TP (the gate_up shard w1), K = hidden size, top-k
+/// experts per token: workspace_shapes gives workspace13 (M, top_k, max(N / 2, K)) and
+/// workspace2 (M, top_k, max(N, K)) in the activation dtype; the layer output (M, K) shares
+/// workspace13's storage, and get_simultaneous takes both from one buffer, each rounded up to
+/// 256 B. intermediate_cache1 (gate_up, N wide) and cache3 (down, K wide) are views of
+/// workspace2, cache2 (the activation, N / 2 wide) of workspace13. The moe_align_block_size
+/// index buffers (M x top_k int32 plus padding) are under 1 MiB and left out.
+Bytes fusedMoeWorkspaceBytes(const Architecture& arch, std::uint64_t batchedTokens, std::uint32_t tensorParallel,
+                             std::uint32_t activationBytes);
 
 /// The sampler's bytes per row x vocab entry beyond the model-dtype logits, by version:
 /// - v0.17 on: 13 B, the fp32 copy (4 B, sampler.py) and the top-k/top-p pass over it (9 B:
@@ -86,8 +108,11 @@ std::uint32_t samplerExtraBytesPerEntry(const std::string& version);
 struct ProfilePeak {
     /// One forward pass: per token 3 x hidden + 3 x intermediate / TP elements (the residual, the
     /// normed input the decoder layer keeps, the down-projection output, the gate_up output the
-    /// MLP keeps while act_and_mul and down_proj run; for MoE layers the fused-MoE caches of
-    /// top_k experts: 2 I + I + H each, I = the expert width / TP).
+    /// MLP keeps while act_and_mul and down_proj run). For MoE layers with a transient workspace
+    /// the fused-MoE caches of top_k experts: 2 I + I + H each, I = the expert width / TP; with
+    /// the persistent workspace (moeWorkspaceBytes holds the caches) 4 H (residual, normed
+    /// input, router input, the layer output) plus the shared experts' dense MLP (3 x shared
+    /// width / TP), and the interleaved dense layers' 3 H + 3 I / TP where there are any.
     Bytes forwardBytes;
     /// After it, on the last stage: the hidden states of every token and of the sampled rows
     /// (kept by profile_run), the hidden + residual received from the previous stage (PP > 1),
@@ -97,8 +122,22 @@ struct ProfilePeak {
     /// 0.08 GiB with the torch peak increase vLLM 0.19 prints on H100 for Llama-3.1-8B (bf16,
     /// fp32, TP 1/2/4, PP 2), Qwen2.5-7B and gemma-2-9b (llm-d-planner sweep; tst_vllmmemory.cpp).
     Bytes samplerBytes;
-    /// max(forwardBytes, samplerBytes): what the profiler records.
-    Bytes peakBytes() const { return forwardBytes.value > samplerBytes.value ? forwardBytes : samplerBytes; }
+    /// The fused-MoE workspace (fusedMoeWorkspaceBytes) when it persists (persistentMoeWorkspace):
+    /// allocated by the first MoE layer of the dummy run, it stays allocated through the rest of
+    /// the forward pass and the sampler run, so it adds to both; forwardBytes then counts only
+    /// what the MoE layers keep outside it. 0 for dense models and transient workspaces (then
+    /// forwardBytes includes the caches).
+    Bytes moeWorkspaceBytes;
+    /// The forward peak of the dense layers that run before the first MoE layer
+    /// (first_k_dense_replace), before the workspace exists; 0 otherwise.
+    Bytes leadingDenseBytes;
+    /// What the profiler records: max(leading dense layers, workspace + max(forward, sampler)).
+    Bytes peakBytes() const
+    {
+        const Bytes rest = forwardBytes.value > samplerBytes.value ? forwardBytes : samplerBytes;
+        const Bytes withWorkspace{rest.value + moeWorkspaceBytes.value};
+        return leadingDenseBytes.value > withWorkspace.value ? leadingDenseBytes : withWorkspace;
+    }
 };
 
 /// The peak of one profile run of @p arch shaped by @p shape.
