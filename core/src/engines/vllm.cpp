@@ -141,6 +141,57 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
         out.push_back(item("cuda_graphs", graphs, m.cudaGraphBytes ? "measured" : "engine profile"));
 }
 
+/// The pool as vLLM lays it out from the KV budget.
+struct VllmPool {
+    std::uint64_t engineBlocks = 0; ///< vLLM's num_blocks (of one layer-group page each when hybrid)
+    std::uint64_t modelBlocks = 0;  ///< blocks of blockTokens tokens of every layer: tokens / block
+    std::optional<double> concurrency; ///< "Maximum concurrency" at max-model-len (context > 0)
+    std::string how;                ///< a note for hybrid models, else empty
+};
+
+/// One group of every layer (vllmMaxConcurrency), or the hybrid KV cache manager's groups for a
+/// model of full and sliding-window layers of one page size (vllmmemory.h HybridKvGroups; not
+/// with pipeline parallelism, whose per-stage projection is not modelled).
+VllmPool vllmPool(const EngineInputs& in, Bytes budget)
+{
+    const std::uint64_t block = std::max<std::uint64_t>(in.setup.paging.blockTokens, 1);
+    const std::uint64_t ctx = in.setup.contextTokens;
+    const KvLayout& kv = in.kv;
+    const std::string version = appliedEngineVersion(in.request.engine);
+    VllmPool p;
+    const bool samePage = kv.fullLayers > 0 && kv.slidingLayers > 0
+        && kv.fullBytesPerToken.value * kv.slidingLayers == kv.slidingBytesPerToken.value * kv.fullLayers;
+    const std::optional<vllm::HybridKvGroups> groups = samePage && !vllm::isV0(version) && vllm::hybridKvCacheManager(version)
+            && in.setup.pipelineParallel <= 1
+        ? vllm::hybridKvGroups(kv.fullLayers, kv.slidingLayers)
+        : std::nullopt;
+    if (!groups) {
+        const Bytes blockBytes = in.kvBytesPerToken * block;
+        p.engineBlocks = p.modelBlocks = blockBytes.value == 0 ? 0 : budget.value / blockBytes.value;
+        if (ctx > 0)
+            p.concurrency = vllmMaxConcurrency(p.engineBlocks, block, ctx);
+        return p;
+    }
+    const std::uint64_t pageBytes = kv.fullBytesPerToken.value / kv.fullLayers * block;
+    p.engineBlocks = pageBytes == 0 ? 0 : budget.value / pageBytes / groups->groupSize;
+    p.modelBlocks = p.engineBlocks / groups->groups();
+    // Llama 4's local layers are chunked (ChunkedLocalAttentionSpec), the others slide.
+    const bool chunked = in.arch.family == "llama4";
+    const std::uint64_t batched = in.setup.ubatchTokens;
+    if (ctx > 0) {
+        const std::uint64_t perRequest = groups->fullGroups * vllm::requestBlocksPerGroup(ctx, block, 0, batched, false)
+            + groups->localGroups * vllm::requestBlocksPerGroup(ctx, block, kv.windowTokens, batched, chunked);
+        p.concurrency = perRequest == 0 ? 0.0 : static_cast<double>(p.engineBlocks) / static_cast<double>(perRequest);
+    }
+    const std::uint32_t padded = groups->groupSize * groups->groups() - kv.fullLayers - kv.slidingLayers;
+    p.how = "vLLM's hybrid KV cache manager: " + std::to_string(groups->fullGroups) + " full-attention and "
+        + std::to_string(groups->localGroups) + (chunked ? " chunked-local" : " sliding-window") + " groups of "
+        + std::to_string(groups->groupSize) + " layers" + (padded > 0 ? " (" + std::to_string(padded) + " padding layers)" : "")
+        + " share " + formatThousands(p.engineBlocks) + " pages; GPU KV cache size = pages // groups x block size "
+        + "(vllm/v1/core/kv_cache_utils.py)";
+    return p;
+}
+
 class VllmEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Vllm; }
@@ -229,7 +280,6 @@ public:
         billProfileRun(in, rule, b.overheads);
 
         const std::uint64_t blockTokens = in.setup.paging.blockTokens;
-        const Bytes blockBytes = in.kvBytesPerToken * blockTokens;
         if (const std::optional<std::uint64_t> fixed = in.settings.integer("kv-cache-memory-bytes");
             fixed && in.settings.given("kv-cache-memory-bytes")) {
             // --kv-cache-memory-bytes: determine_available_memory returns it and skips the
@@ -240,15 +290,18 @@ public:
         } else {
             b.kvBudgetBytes = saturatingSub(b.usableBytes, in.weightsBytes + totalBytes(b.overheads));
         }
-        b.kvBlocks = blockBytes.value == 0 ? 0 : b.kvBudgetBytes.value / blockBytes.value;
-        const std::uint64_t tokens = *b.kvBlocks * blockTokens;
-        b.figures.push_back({"num_gpu_blocks", static_cast<double>(*b.kvBlocks), "blocks",
-                             "# GPU blocks: " + std::to_string(*b.kvBlocks), "vllm/worker/worker.py (V0)"});
+        const std::uint64_t ctx = in.setup.contextTokens;
+        const VllmPool pool = vllmPool(in, b.kvBudgetBytes);
+        b.kvBlocks = pool.modelBlocks;
+        const std::uint64_t tokens = pool.modelBlocks * blockTokens;
+        b.figures.push_back({"num_gpu_blocks", static_cast<double>(pool.engineBlocks), "blocks",
+                             "# GPU blocks: " + std::to_string(pool.engineBlocks), "vllm/worker/worker.py (V0)"});
         b.figures.push_back({"gpu_kv_cache_tokens", static_cast<double>(tokens), "tokens",
                              "GPU KV cache size: " + formatThousands(tokens) + " tokens", "vllm/v1/core/kv_cache_utils.py (V1)"});
-        const std::uint64_t ctx = in.setup.contextTokens;
+        if (!pool.how.empty())
+            b.notes.push_back(pool.how);
         if (ctx > 0) {
-            b.maxConcurrency = vllmMaxConcurrency(*b.kvBlocks, blockTokens, ctx);
+            b.maxConcurrency = pool.concurrency;
             b.figures.push_back({"maximum_concurrency", *b.maxConcurrency, "x",
                                  "Maximum concurrency for " + formatThousands(ctx) + " tokens per request: "
                                      + formatConcurrency(*b.maxConcurrency),

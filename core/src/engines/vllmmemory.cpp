@@ -154,4 +154,36 @@ Bytes nonTorchBytes(const std::string& version, std::uint32_t tensorParallel, st
     return singleGpuBytes;
 }
 
+bool hybridKvCacheManager(const std::string& version)
+{
+    return atLeast(version, "0.10");
+}
+
+std::optional<HybridKvGroups> hybridKvGroups(std::uint32_t fullLayers, std::uint32_t localLayers)
+{
+    if (fullLayers == 0 || localLayers == 0)
+        return std::nullopt;
+    const std::uint32_t smaller = std::min(fullLayers, localLayers);
+    const std::uint32_t larger = std::max(fullLayers, localLayers);
+    HybridKvGroups g;
+    // max_num_layers < min_num_layers * 1.5, in integers.
+    g.groupSize = 2ull * larger < 3ull * smaller ? larger : smaller;
+    g.fullGroups = (fullLayers + g.groupSize - 1) / g.groupSize;
+    g.localGroups = (localLayers + g.groupSize - 1) / g.groupSize;
+    return g;
+}
+
+std::uint64_t requestBlocksPerGroup(std::uint64_t maxModelLenTokens, std::uint64_t blockTokens, std::uint64_t windowTokens,
+                                    std::uint64_t maxNumBatchedTokens, bool chunkedLocal)
+{
+    const std::uint64_t block = std::max<std::uint64_t>(blockTokens, 1);
+    const auto blocksOf = [block](std::uint64_t tokens) { return tokens / block + (tokens % block != 0 ? 1 : 0); };
+    if (windowTokens == 0)
+        return blocksOf(maxModelLenTokens);
+    if (chunkedLocal)
+        return blocksOf(std::min(add(windowTokens, maxNumBatchedTokens), maxModelLenTokens));
+    const std::uint64_t held = std::min(add(windowTokens, maxNumBatchedTokens) - 1, maxModelLenTokens);
+    return add(blocksOf(held), 1);
+}
+
 } // namespace headroom::vllm

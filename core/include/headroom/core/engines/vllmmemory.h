@@ -161,4 +161,36 @@ Bytes rotaryCacheBytes(const Architecture& arch, std::uint32_t activationBytes);
 Bytes nonTorchBytes(const std::string& version, std::uint32_t tensorParallel, std::uint32_t pipelineParallel,
                     Bytes singleGpuBytes);
 
+/// Whether @p version sizes the KV cache of hybrid models (full and sliding-window or chunked
+/// local attention layers) with the hybrid KV cache manager's groups (HybridKvGroups): V1 from
+/// v0.10 (PR 17996, the hybrid allocator). Before, and in V0, every layer keeps every token.
+bool hybridKvCacheManager(const std::string& version);
+
+/// The KV cache groups of vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size
+/// (v0.19) for a model of @p fullLayers full-attention and @p localLayers sliding-window (or
+/// chunked local) layers of one page size: group_size = the smaller count (the larger when it is
+/// under 1.5 x the smaller), each type split into ceil(count / group_size) groups of group_size
+/// layers, the last one padded. The pool is group_size tensors, each shared by one layer of
+/// every group (get_kv_cache_config_from_groups): num_blocks = available // page_size //
+/// group_size, and _report_kv_cache_config prints "GPU KV cache size: num_blocks // groups x
+/// block_size tokens", so a padded layer costs as much as a real one (Gemma 3 27B: 10 full +
+/// 52 sliding = 10 + 6 x 10 slots, 70 for 62 layers).
+struct HybridKvGroups {
+    std::uint32_t groupSize = 0;   ///< layers per group = KV cache tensors
+    std::uint32_t fullGroups = 0;  ///< groups of full-attention layers
+    std::uint32_t localGroups = 0; ///< groups of sliding-window / chunked local layers
+    std::uint32_t groups() const { return fullGroups + localGroups; }
+};
+
+/// The groups of @p fullLayers + @p localLayers (both > 0), else nullopt (one group of all layers).
+std::optional<HybridKvGroups> hybridKvGroups(std::uint32_t fullLayers, std::uint32_t localLayers);
+
+/// Blocks of @p blockTokens one request of @p maxModelLenTokens takes in one group of layers
+/// (kv_cache_interface.py max_memory_usage_bytes, v0.19): a full-attention group
+/// ceil(max_model_len / block); a sliding-window group ceil(min(window - 1 + max_num_batched_tokens,
+/// max_model_len) / block) + 1 (the window may start mid-block); a chunked local group (Llama 4)
+/// ceil(min(chunk + max_num_batched_tokens, max_model_len) / block).
+std::uint64_t requestBlocksPerGroup(std::uint64_t maxModelLenTokens, std::uint64_t blockTokens, std::uint64_t windowTokens,
+                                    std::uint64_t maxNumBatchedTokens, bool chunkedLocal);
+
 } // namespace headroom::vllm
