@@ -143,6 +143,37 @@ TEST_CASE("vLLM's fused-MoE workspace: TritonExperts workspace_shapes of the chu
     CHECK(profilePeak(qwen, h100Shape()).moeWorkspaceBytes.value == 2ull * 8192 * 8 * 2048 * 2);
 }
 
+TEST_CASE("vLLM's hybrid KV cache groups and the blocks a request takes in each", "[vllm]")
+{
+    // Gemma 3 4B: 5 full + 29 sliding layers -> groups of 5: 1 full, 6 sliding (one padding layer).
+    auto g = hybridKvGroups(5, 29);
+    REQUIRE(g);
+    CHECK(g->groupSize == 5);
+    CHECK(g->fullGroups == 1);
+    CHECK(g->localGroups == 6);
+    // Gemma 3 27B: 10 + 52 -> 1 + 6 groups of 10 (8 padding layers).
+    g = hybridKvGroups(10, 52);
+    REQUIRE(g);
+    CHECK(g->groupSize == 10);
+    CHECK(g->groups() == 7);
+    // gpt-oss-20b + eagle's 13 full + 12 sliding: under 1.5x, one group of 13 each.
+    g = hybridKvGroups(13, 12);
+    REQUIRE(g);
+    CHECK(g->groupSize == 13);
+    CHECK(g->groups() == 2);
+    CHECK_FALSE(hybridKvGroups(32, 0));
+    // A request of 8,192 tokens with max_num_batched_tokens 8,192: a full group 512 blocks, a
+    // sliding group of window 1,024 min(1,023 + 8,192, 8,192) / 16 + 1 = 513, a chunked one 512.
+    CHECK(requestBlocksPerGroup(8192, 16, 0, 8192, false) == 512);
+    CHECK(requestBlocksPerGroup(8192, 16, 1024, 8192, false) == 513);
+    CHECK(requestBlocksPerGroup(8192, 16, 8192, 8192, true) == 512);
+    CHECK(requestBlocksPerGroup(32768, 16, 4096, 2048, false) == (4095 + 2048 + 15) / 16 + 1);
+    // vLLM 0.19 printed 57.05x for Gemma 3 4B: 204,816 pages / (512 + 6 x 513).
+    CHECK(204816.0 / (512 + 6 * 513) == Approx(57.05).margin(0.005));
+    CHECK(hybridKvCacheManager("0.19.0"));
+    CHECK_FALSE(hybridKvCacheManager("0.9.2"));
+}
+
 TEST_CASE("vLLM V0's profile peak is the forward pass of max_model_len tokens", "[vllm]")
 {
     // vLLM 0.6.4, RTX 3090: peak_torch_memory 17.06 / 17.98 GiB with 14.9888 GiB of weights

@@ -127,11 +127,19 @@ std::uint64_t planned(const PlanResult& p, const std::string& name)
 double unitBytes(const PlanResult& p, const std::string& name)
 {
     const double bpt = static_cast<double>(p.kvBytesPerToken.value);
-    if (name == "num_gpu_blocks" || name == "kv_blocks")
-        return bpt * static_cast<double>(p.paging.blockTokens);
     if (name == "available_kv_cache")
         return 1.0;
-    return bpt;
+    const bool blocks = name == "num_gpu_blocks" || name == "kv_blocks";
+    const double block = static_cast<double>(p.paging.blockTokens);
+    const double unit = blocks ? bpt * block : bpt;
+    // vLLM's hybrid KV cache groups (engines/vllm.cpp) price padding layers: a token then stands
+    // for more budget than kv_bytes_per_token. Take the plan's own ratio when the budget exceeds
+    // the figure's bytes by more than the flooring to whole blocks can leave (two blocks).
+    const double figure = static_cast<double>(planned(p, name));
+    const double budget = static_cast<double>(p.kvBudgetBytes.value);
+    if (figure > 0 && budget - figure * unit > 2 * bpt * block)
+        return budget / figure;
+    return unit;
 }
 
 std::string hex(const std::string& text)
