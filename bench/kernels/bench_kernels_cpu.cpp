@@ -105,7 +105,12 @@ const std::vector<float>& weights(int s) {
 }
 
 enum class Format { Fp16, Int8Tensor, Int8Row, Int8G128, Int4Tensor, Int4Row, Int4G128, Nf4B64, Int8G32, Int4G32,
-                    Q8_0, Q4_0, Q4_K, Q6_K };
+                    Q8_0, Q4_0, Q4_K, Q6_K, Q8_0x8, Q4_0x8 };
+
+/// True for the formats whose rows are packed by packRows8 (RowPacking::Interleaved8).
+bool packedFormat(Format f) {
+    return f == Format::Q8_0x8 || f == Format::Q4_0x8;
+}
 
 fmt::QuantLayout layoutOf(Format f) {
     using fmt::ScaleScope;
@@ -124,6 +129,8 @@ fmt::QuantLayout layoutOf(Format f) {
     case Format::Q4_0: return fmt::ggmlLayout(fmt::QuantType::Q4_0);
     case Format::Q4_K: return fmt::ggmlLayout(fmt::QuantType::Q4_K);
     case Format::Q6_K: return fmt::ggmlLayout(fmt::QuantType::Q6_K);
+    case Format::Q8_0x8: return fmt::ggmlLayout(fmt::QuantType::Q8_0); // the same blocks, 8 rows interleaved
+    case Format::Q4_0x8: return fmt::ggmlLayout(fmt::QuantType::Q4_0);
     }
     return fmt::fp16Layout();
 }
@@ -131,8 +138,12 @@ fmt::QuantLayout layoutOf(Format f) {
 const hk::QuantizedMatrix& matrix(Format f, int s) {
     static std::map<std::pair<Format, int>, hk::QuantizedMatrix> cache;
     auto it = cache.find({f, s});
-    if (it == cache.end())
-        it = cache.emplace(std::pair{f, s}, hk::quantizeMatrix(weights(s).data(), kShapes[s].rows, kShapes[s].cols, layoutOf(f))).first;
+    if (it == cache.end()) {
+        hk::QuantizedMatrix m = hk::quantizeMatrix(weights(s).data(), kShapes[s].rows, kShapes[s].cols, layoutOf(f));
+        if (packedFormat(f) && hk::packRows8(m.layout, m.rows, m.cols, m.data.data()) != hk::Status::Ok)
+            m = {};
+        it = cache.emplace(std::pair{f, s}, std::move(m)).first;
+    }
     return it->second;
 }
 
@@ -157,7 +168,9 @@ void BM_Gemv(benchmark::State& state) {
     for (auto& v : x)
         v = fmt::floatToHalf(std::normal_distribution<float>(0.0f, 1.0f)(rng));
     std::vector<float> y(std::uint64_t{batch} * kShapes[shape].rows);
-    const hk::GemvArgs args{m.view(), x.data(), batch, y.data(), hk::OutputType::Fp32};
+    hk::GemvArgs args{m.view(), x.data(), batch, y.data(), hk::OutputType::Fp32};
+    if (packedFormat(format))
+        args.weights.packing = hk::RowPacking::Interleaved8;
     for (auto _ : state) {
         if (hk::gemvCpu(args, {threads}) != hk::Status::Ok)
             state.SkipWithError("gemvCpu failed");
@@ -231,7 +244,7 @@ void BM_Attention(benchmark::State& state) {
 
 const char* const kFormatNames[] = {"fp16", "int8-tensor", "int8-row", "int8-g128",
                                     "int4-tensor", "int4-row", "int4-g128", "nf4-b64", "int8-g32", "int4-g32",
-                                    "q8_0", "q4_0", "q4_K", "q6_K"};
+                                    "q8_0", "q4_0", "q4_K", "q6_K", "q8_0-x8", "q4_0-x8"};
 
 void registerAll() {
     for (const int paged : {0, 1})
@@ -242,23 +255,25 @@ void registerAll() {
         std::string name = std::string("BM_Gemv/") + kFormatNames[f] + "/" + kShapes[shape].name + "/B" + std::to_string(batch);
         if (threads == 1)
             name += "/threads1";
+        else
+            name += "/threadsAll";
         benchmark::RegisterBenchmark(name.c_str(), BM_Gemv)
             ->Args({f, batch, threads, shape})->Unit(benchmark::kMillisecond)->UseRealTime();
     };
-    for (int f = 0; f <= static_cast<int>(Format::Q6_K); ++f)
+    for (int f = 0; f <= static_cast<int>(Format::Q4_0x8); ++f)
         gemv(f, 1, 0, 0);
-    for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int4G128), static_cast<int>(Format::Q8_0),
-                  static_cast<int>(Format::Q4_0)}) {
-        gemv(f, 16, 0, 0);
-        gemv(f, 1, 1, 0);
-    }
-    // Qwen2.5-0.5B's MLP (K = 896: whole q8_0/q4_0 blocks, not whole q4_K/q6_K super-blocks).
-    for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int8G32), static_cast<int>(Format::Int4G32),
-                  static_cast<int>(Format::Int4G128), static_cast<int>(Format::Q8_0), static_cast<int>(Format::Q4_0)}) {
-        gemv(f, 1, 0, 1);
-        gemv(f, 1, 1, 1);
-    }
-    gemv(static_cast<int>(Format::Q4_0), 16, 0, 1);
+    // Batch 16 against batch 1 (the GEMM goal: B16 < 2x B1), one thread and all, on both shapes;
+    // Qwen2.5-0.5B's MLP has K = 896: whole q8_0/q4_0 blocks, not whole q4_K/q6_K super-blocks.
+    for (int shape : {0, 1})
+        for (int f : {static_cast<int>(Format::Fp16), static_cast<int>(Format::Int8G32), static_cast<int>(Format::Int4G32),
+                      static_cast<int>(Format::Int4G128), static_cast<int>(Format::Q8_0), static_cast<int>(Format::Q4_0),
+                      static_cast<int>(Format::Q8_0x8), static_cast<int>(Format::Q4_0x8)}) {
+            if (shape == 1)
+                gemv(f, 1, 0, shape);
+            gemv(f, 16, 0, shape);
+            gemv(f, 1, 1, shape);
+            gemv(f, 16, 1, shape);
+        }
 }
 
 } // namespace

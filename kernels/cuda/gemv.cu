@@ -210,7 +210,7 @@ void launchType(const GemvParams& p, bool vector, int tile, cudaStream_t stream)
 } // namespace
 
 bool supportsGemv(const GemvArgs& args) {
-    return validate(args) == Status::Ok;
+    return validate(args) == Status::Ok && args.weights.packing == RowPacking::AsStored;
 }
 
 bool gemvUsesVectorPath(const GemvArgs& args) {
@@ -225,6 +225,8 @@ bool gemvUsesVectorPath(const GemvArgs& args) {
 Status gemv(const GemvArgs& args, cudaStream_t stream) {
     if (Status status = validate(args); status != Status::Ok)
         return status;
+    if (args.weights.packing != RowPacking::AsStored)
+        return Status::NotSupported; // the CPU's interleaved rows (RowPacking::Interleaved8)
     const WeightMatrix& w = args.weights;
     GemvParams p{w.layout, w.rows, w.cols, args.batch, fmt::rowBytes(w.layout, w.cols), w.data, w.scales,
                  args.x, args.y, args.yType == OutputType::Fp16};

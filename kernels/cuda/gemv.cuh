@@ -9,7 +9,8 @@
 
 namespace headroom::kernels::cuda {
 
-/// True when gemv() runs @p args: any valid problem (validate()). The vectorized path (16-byte
+/// True when gemv() runs @p args: any valid problem (validate()) with rows as stored
+/// (RowPacking::Interleaved8 is the CPU's: NotSupported). The vectorized path (16-byte
 /// loads, one scale per load) is used when rows are 16-byte multiples, W and x are 16-byte
 /// aligned and groups are multiples of the weights per load (8 fp16, 16 int8, 32 int4/NF4);
 /// other shapes run a correct scalar path.

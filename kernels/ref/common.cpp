@@ -29,6 +29,9 @@ Status validate(const GemvArgs& args) {
         return Status::InvalidArgument;
     if (formats::isGgmlBlockType(w.layout.type) && w.cols % formats::ggmlBlockWeights(w.layout.type) != 0)
         return Status::InvalidArgument; // ggml rows are whole blocks
+    if (w.packing != RowPacking::AsStored && w.layout.type != formats::QuantType::Q8_0 &&
+        w.layout.type != formats::QuantType::Q4_0)
+        return Status::InvalidArgument;
     if (!args.x || !args.y || args.batch == 0 || args.batch > kMaxGemvBatch)
         return Status::InvalidArgument;
     return Status::Ok;

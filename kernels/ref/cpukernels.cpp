@@ -14,6 +14,7 @@
 #include <sched.h>
 #endif
 
+#include "gemm8.h"
 #include "kvaccess.h"
 #include "parallel.h"
 
@@ -766,6 +767,25 @@ void gemvGgml(const GemvArgs& args, const float* xNat, bool useAvx2, CpuOptions 
     const fmt::QuantType type = w.layout.type;
     const std::uint32_t K = w.cols;
     const std::uint64_t stride = fmt::rowBytes(w.layout, K);
+    // Rows [0, first) by the 8-row panels; the rest (and every row elsewhere) below.
+    const std::uint32_t first =
+        detail::panelKernelsRun(args, options.quantizeActivations, useAvx2) ? detail::gemvPanels(args, xNat, options.threads) : 0;
+    if (first == w.rows)
+        return;
+    if (w.packing == RowPacking::Interleaved8 && first == 0) {
+        // The portable and exact paths read rows as stored: run them on an unpacked copy.
+        std::vector<std::uint8_t> rows(std::uint64_t{w.rows} * stride);
+        const std::uint64_t groupBytes = std::uint64_t{detail::kPanelRows} * stride;
+        for (std::uint64_t g = 0; g < w.rows / detail::kPanelRows; ++g)
+            detail::unpackPanelGroup(type, K, w.data + g * groupBytes, rows.data() + g * groupBytes);
+        const std::uint64_t packedBytes = std::uint64_t{w.rows / detail::kPanelRows} * groupBytes;
+        std::memcpy(rows.data() + packedBytes, w.data + packedBytes, rows.size() - packedBytes);
+        GemvArgs stored = args;
+        stored.weights.data = rows.data();
+        stored.weights.packing = RowPacking::AsStored;
+        gemvGgml(stored, xNat, useAvx2, options);
+        return;
+    }
     if (!options.quantizeActivations) {
         detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
             std::vector<float> decoded(K);
@@ -783,7 +803,9 @@ void gemvGgml(const GemvArgs& args, const float* xNat, bool useAvx2, CpuOptions 
         return;
     }
     const BlockActivations a = quantizeBlockActivations(xNat, args.batch, K, type);
-    detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+    detail::parallelFor(w.rows - first, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+        begin += first;
+        end += first;
 #if HEADROOM_CPU_X86
         if (useAvx2 && args.batch >= 2 && (type == fmt::QuantType::Q8_0 || type == fmt::QuantType::Q4_0)) {
             gemmGgmlAvx2(args, a, begin, end);
@@ -880,7 +902,13 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
         return Status::Ok;
     }
 #endif
-    detail::parallelFor(w.rows, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+    // B >= 2 int8 / int4 rows [0, first) by the 8-row panels, the rest below.
+    const std::uint32_t first = detail::panelKernelsRun(args, options.quantizeActivations, useAvx2)
+                                    ? detail::gemvPanels(args, xNat.data(), options.threads)
+                                    : 0;
+    detail::parallelFor(w.rows - first, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+        begin += first;
+        end += first;
 #if HEADROOM_CPU_X86
         if (useAvx2) {
             if (args.batch >= 2 && chunked && chunkCols > 0)

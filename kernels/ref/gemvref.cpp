@@ -11,6 +11,8 @@ namespace fmt = headroom::formats;
 Status gemvRef(const GemvArgs& args) {
     if (Status status = validate(args); status != Status::Ok)
         return status;
+    if (args.weights.packing != RowPacking::AsStored)
+        return Status::NotSupported; // the reference reads rows as stored
     const WeightMatrix& w = args.weights;
     const std::uint64_t stride = fmt::rowBytes(w.layout, w.cols);
     for (std::uint32_t b = 0; b < args.batch; ++b) {

@@ -40,7 +40,7 @@ bool backendAvailable(Backend backend) {
 
 bool supports(Backend backend, const GemvArgs& args) {
     switch (backend) {
-    case Backend::CpuRef: return validate(args) == Status::Ok;
+    case Backend::CpuRef: return validate(args) == Status::Ok && args.weights.packing == RowPacking::AsStored;
     case Backend::Cpu: return supportsGemvCpu(args);
     case Backend::Cuda:
 #if HEADROOM_HAVE_CUDA

@@ -9,6 +9,7 @@
 #include "headroom/kernels/quantize.h"
 #include "headroom/kernels/reference.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -65,7 +66,94 @@ void checkAvx2AgainstPortable(fmt::QuantLayout layout, std::uint32_t n, std::uin
     CHECK(c.nmse <= 1e-10);
 }
 
+/// The fast CPU GEMV on a copy of the matrix packed by packRows8 against the reference on the
+/// rows as stored (kBlockDotNmse with quantized activations, the fp32 bound without).
+void checkPacked(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k, std::uint32_t batch, hk::OutputType yType,
+                 std::uint32_t seed, hk::CpuOptions options) {
+    const std::vector<float> w = normalFloats(std::uint64_t{n} * k, seed);
+    const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
+    std::vector<std::uint8_t> packed = m.data;
+    REQUIRE(hk::packRows8(layout, n, k, packed.data()) == hk::Status::Ok);
+    const std::vector<std::uint16_t> x = normalHalves(std::uint64_t{batch} * k, seed + 1);
+    const std::uint64_t outCount = std::uint64_t{batch} * n;
+    const bool fp32 = yType == hk::OutputType::Fp32;
+    std::vector<float> yRef(outCount), yCpu(outCount);
+    std::vector<std::uint16_t> hRef(outCount), hCpu(outCount);
+    hk::GemvArgs args{m.view(), x.data(), batch, fp32 ? static_cast<void*>(yRef.data()) : hRef.data(), yType};
+    REQUIRE(hk::gemvRef(args) == hk::Status::Ok);
+    args.weights.data = packed.data();
+    args.weights.packing = hk::RowPacking::Interleaved8;
+    CHECK(hk::gemvRef(args) == hk::Status::NotSupported); // the reference reads rows as stored
+    args.y = fp32 ? static_cast<void*>(yCpu.data()) : hCpu.data();
+    REQUIRE(hk::gemvCpu(args, options) == hk::Status::Ok);
+    const std::vector<float> ref = fp32 ? yRef : outputAsFloats(hRef.data(), yType, outCount);
+    const std::vector<float> cpu = fp32 ? yCpu : outputAsFloats(hCpu.data(), yType, outCount);
+    const std::vector<float> magnitude = gemvMagnitude(m, x, batch);
+    const Comparison c = compare(ref, cpu, &magnitude);
+    const double tolerance = (options.quantizeActivations ? kBlockDotNmse : kGemvFp32Nmse) + (fp32 ? 0.0 : kGemvFp16Nmse);
+    INFO(layoutName(layout) << " packed N=" << n << " K=" << k << " B=" << batch << " portable=" << options.portable
+                            << " quantized=" << options.quantizeActivations << " nmse=" << c.nmse);
+    CHECK_FALSE(c.nanFound);
+    CHECK(c.nmse <= tolerance);
+}
+
 } // namespace
+
+TEST_CASE("packRows8 lays q4_0 and q8_0 rows out as ggml's block_q4_0x8", "[kernels][ggml][panel]") {
+    for (const fmt::QuantType type : {fmt::QuantType::Q4_0, fmt::QuantType::Q8_0}) {
+        const fmt::QuantLayout layout = fmt::ggmlLayout(type);
+        constexpr std::uint32_t n = 19, k = 96; // two groups of 8 and 3 rows as stored
+        const std::vector<float> w = normalFloats(std::uint64_t{n} * k, 41);
+        const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
+        std::vector<std::uint8_t> packed = m.data;
+        REQUIRE(hk::packRows8(layout, n, k, packed.data()) == hk::Status::Ok);
+        const std::uint32_t blockBytes = fmt::ggmlBlockBytes(type), codes = blockBytes - 2;
+        const std::uint64_t stride = fmt::rowBytes(layout, k);
+        bool same = true;
+        for (std::uint32_t g = 0; g < n / 8; ++g)
+            for (std::uint32_t i = 0; i < k / 32; ++i) {
+                // ggml make_block_q4_0x8: d[r] = in[r].d; qs[8 c' + j] = in[c' % 8].qs[(c' / 8) 8 + j] ^ 0x88.
+                const std::uint8_t* out = packed.data() + g * 8 * stride + std::uint64_t{i} * 8 * blockBytes;
+                for (std::uint32_t r = 0; r < 8; ++r) {
+                    const std::uint8_t* in = m.data.data() + (g * 8 + r) * stride + std::uint64_t{i} * blockBytes;
+                    same = same && out[2 * r] == in[0] && out[2 * r + 1] == in[1];
+                }
+                for (std::uint32_t c = 0; c < 8 * codes / 8; ++c)
+                    for (std::uint32_t j = 0; j < 8; ++j) {
+                        const std::uint8_t* in = m.data.data() + (g * 8 + c % 8) * stride + std::uint64_t{i} * blockBytes;
+                        const std::uint8_t expected = in[2 + (c / 8) * 8 + j] ^ (type == fmt::QuantType::Q4_0 ? 0x88 : 0);
+                        same = same && out[16 + 8 * c + j] == expected;
+                    }
+            }
+        CHECK(same);
+        CHECK(std::equal(packed.begin() + 16 * stride, packed.end(), m.data.begin() + 16 * stride)); // tail rows as stored
+    }
+    std::vector<std::uint8_t> bytes(144);
+    CHECK(hk::packRows8(fmt::ggmlLayout(fmt::QuantType::Q4_K), 8, 256, bytes.data()) == hk::Status::InvalidArgument);
+    CHECK(hk::packRows8(fmt::ggmlLayout(fmt::QuantType::Q4_0), 8, 0, bytes.data()) == hk::Status::InvalidArgument);
+}
+
+TEST_CASE("q8_0 and q4_0 on 8-row panels equal the reference, packed or not, on odd sizes", "[kernels][ggml][gemv][panel]") {
+    std::uint32_t seed = 3000, even = 5000;
+    for (const fmt::QuantType type : {fmt::QuantType::Q8_0, fmt::QuantType::Q4_0}) {
+        const fmt::QuantLayout layout = fmt::ggmlLayout(type);
+        for (const std::uint32_t n : {8u, 13u, 37u, 69u})
+            for (const std::uint32_t blocks : {1u, 3u, 7u})
+                for (const std::uint32_t batch : {1u, 2u, 4u, 5u, 16u, 17u}) {
+                    checkPacked(layout, n, 32 * blocks, batch, hk::OutputType::Fp32, seed++, hk::CpuOptions{2});
+                    if (batch >= 2) // the panels built per call from the rows as stored (AVX2 on even seeds)
+                        checkGemv(layout, n, 32 * blocks, batch, hk::OutputType::Fp32, even += 2, true, kBlockDotNmse);
+                }
+        checkPacked(layout, 27, 4864, 1, hk::OutputType::Fp16, seed++, hk::CpuOptions{2});
+        checkPacked(layout, 27, 4864, 64, hk::OutputType::Fp32, seed++, hk::CpuOptions{1});
+        hk::CpuOptions portable{2, true};
+        checkPacked(layout, 21, 96, 3, hk::OutputType::Fp32, seed++, portable); // unpacked copy, scalar dots
+        hk::CpuOptions exact{2};
+        exact.quantizeActivations = false;
+        checkPacked(layout, 21, 96, 3, hk::OutputType::Fp32, seed++, exact); // unpacked copy, fp32 dots
+        checkPacked(layout, 5, 64, 2, hk::OutputType::Fp32, seed++, hk::CpuOptions{2}); // fewer than 8 rows
+    }
+}
 
 TEST_CASE("GGML blocks decode as ggml lays them out", "[kernels][ggml]") {
     SECTION("q8_0: fp16 d, then 32 int8") {

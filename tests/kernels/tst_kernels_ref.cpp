@@ -177,6 +177,24 @@ TEST_CASE("B = 1 GEMV on the integer codes with q8 activations stays within the 
     }
 }
 
+TEST_CASE("B >= 2 int8 / int4 GEMM on 8-row panels stays within the q8 error", "[kernels][gemv][q8][panel]") {
+    // The same q8 activations as the B = 1 integer dots (NMSE bound above); the panels take 8 rows
+    // at a time (N % 8 tail rows and K % 32 tail columns by the fp32 paths) and 4 batch rows a tile.
+    constexpr double kQ8Nmse = 1e-5;
+    using fmt::ScaleScope;
+    std::uint32_t even = 900; // AVX2 on even seeds, the portable loops on odd ones
+    for (const fmt::QuantLayout layout :
+         {fmt::symmetricLayout(8, ScaleScope::Tensor), fmt::symmetricLayout(8, ScaleScope::Group, 32),
+          fmt::symmetricLayout(8, ScaleScope::Group, 128), fmt::symmetricLayout(4, ScaleScope::Row),
+          fmt::symmetricLayout(4, ScaleScope::Group, 32), fmt::symmetricLayout(4, ScaleScope::Group, 128)}) {
+        checkGemv(layout, 8, 32, 2, hk::OutputType::Fp32, even += 2, true, kQ8Nmse);
+        checkGemv(layout, 37, 384, 5, hk::OutputType::Fp32, even += 2, true, kQ8Nmse);
+        checkGemv(layout, 19, 4864, 16, hk::OutputType::Fp32, even += 2, true, kQ8Nmse);
+        checkGemv(layout, 13, 129, 17, hk::OutputType::Fp16, even += 2, true, kGemvFp16Nmse + kQ8Nmse); // tail column
+        checkGemv(layout, 29, 160, 3, hk::OutputType::Fp32, even += 1, true, kQ8Nmse);                   // portable
+    }
+}
+
 TEST_CASE("fp16 GEMV on integer data is exact on every backend", "[kernels][gemv]") {
     // Integer weights and activations in -4..4: every product and partial sum (|sum| <= 16 K)
     // is an integer below 2^24, exact in fp32 in any order.

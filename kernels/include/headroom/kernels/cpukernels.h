@@ -20,7 +20,7 @@ unsigned cpuThreads();
 struct CpuOptions {
     unsigned threads = 0;   ///< worker threads; 0 = cpuThreads()
     bool portable = false;  ///< use the portable loops even where AVX2/FMA/F16C exist (tests both)
-    /// B = 1 GEMVs of int8/int4 codes (scale territories of whole 32-column blocks) run on the
+    /// GEMVs of int8/int4 codes (scale territories of whole 32-column blocks) run on the
     /// integer codes with x quantized per 32 columns to int8 (d = max|x| / 127, as ggml's q8_0
     /// activations in its q4_0/q8_0 dot products): an extra relative error of about 2^-8 per
     /// activation; GGML block weights (any B) take x as ggml does, q8_0 blocks for q8_0/q4_0 and
@@ -29,6 +29,19 @@ struct CpuOptions {
     bool quantizeActivations = true;
 };
 
+/// True when packRows8 can pack matrices of @p layout (q8_0 and q4_0).
+bool packsRows8(formats::QuantLayout layout);
+
+/// Rearranges a q8_0 / q4_0 matrix of @p rows x @p cols, stored row after row in @p data
+/// (rows x rowBytes bytes), in place into RowPacking::Interleaved8 (types.h): each group of 8 rows
+/// becomes K / 32 blocks of [8 fp16 scales][8 x 16 or 8 x 32 code bytes in chunks of 8 bytes,
+/// chunk c from row c % 8], q4_0 nibbles XOR 0x88, as ggml's CPU repack of Q4_0 for AVX2
+/// (`make_block_q4_0x8`, ggml/src/ggml-cpu/repack.cpp at ggml d99724f2); the rows past the last
+/// whole group stay as stored. Done once when weights are loaded, so that the B = 1 GEMV reads one
+/// stream of 8 rows and their 8 scales per block column. Errors: InvalidArgument (another layout,
+/// zero sizes, K not whole blocks of 32, null data).
+Status packRows8(formats::QuantLayout layout, std::uint32_t rows, std::uint32_t cols, std::uint8_t* data);
+
 /// True when gemvCpu runs @p args (every valid layout, B <= kMaxGemvBatch).
 bool supportsGemvCpu(const GemvArgs& args);
 
@@ -36,7 +49,13 @@ bool supportsGemvCpu(const GemvArgs& args);
 /// block into fp32 and dotted with the fp32 copy of x (B >= 2: 3-row x 4-batch register tiles);
 /// B = 1 int8/int4 rows on the integer codes (CpuOptions::quantizeActivations); GGML q8_0, q4_0,
 /// q4_K, q6_K rows as integer block dots with the quantized x (AVX2, or the scalar block dots of
-/// ggmlblocks.h with CpuOptions::portable), each row read once for the B activation rows. Errors:
+/// ggmlblocks.h with CpuOptions::portable), each row read once for the B activation rows.
+/// With AVX2 and quantized activations, q8_0 / q4_0 (B >= 2, or RowPacking::Interleaved8 at any
+/// B) and int8 / int4 with whole 32-column scale territories (B >= 2) run as a GEMM on panels of
+/// 8 interleaved rows (packed once by packRows8, or per panel for the B rows of one call): x is
+/// quantized once per 32 columns, each weight block is loaded once for 4 activation rows and
+/// yields the 8 rows' int32 sums in one register. Interleaved8 rows on the portable or exact
+/// paths run on an unpacked copy (slow: for tests and CPUs without AVX2). Errors:
 /// InvalidArgument, NotSupported.
 Status gemvCpu(const GemvArgs& args, CpuOptions options = {});
 

@@ -8,7 +8,8 @@
 namespace headroom::kernels {
 
 /// y = x W^T one weight at a time through formats::loadWeight (shapes in GemvArgs).
-/// Errors: InvalidArgument (see validate()). Never NotSupported: every valid layout runs.
+/// Errors: InvalidArgument (see validate()); NotSupported for RowPacking::Interleaved8 (every
+/// valid layout runs as stored).
 Status gemvRef(const GemvArgs& args);
 
 /// Decode attention, two passes per (sequence, query head): all scores, then max, exp, sum and

@@ -29,6 +29,18 @@ enum class OutputType {
     Fp16, ///< IEEE fp16 bits (uint16), rounded to nearest even from the fp32 accumulator
 };
 
+/// How the rows of a weight matrix lie in memory.
+enum class RowPacking {
+    AsStored,     ///< row after row, rowBytes(layout, K) bytes each (GGUF's and every layout's own order)
+    /// q8_0 / q4_0 only: each group of 8 rows is interleaved block column by block column, as
+    /// ggml's CPU repack lays out Q4_0 for AVX2 (`block_q4_0x8`: the 8 fp16 scales, then the code
+    /// bytes of the 8 rows in chunks of 8 bytes, chunk c from row c % 8, its nibbles XOR 0x88;
+    /// `make_block_q4_0x8`, ggml/src/ggml-cpu/repack.cpp); q8_0 takes the same chunks of its int8
+    /// codes. The N % 8 rows after the last whole group stay as stored. Same bytes as AsStored;
+    /// made by packRows8 (cpukernels.h), run by the fast CPU kernels only.
+    Interleaved8,
+};
+
 /// A stored weight matrix W [N, K] (N rows = output features, K = input features), a view.
 struct WeightMatrix {
     formats::QuantLayout layout{}; ///< element type and scale territory (quantblocks.h)
@@ -36,6 +48,7 @@ struct WeightMatrix {
     std::uint32_t cols = 0;        ///< K, input features
     const std::uint8_t* data = nullptr;   ///< codes [N][formats::rowBytes(layout, K)] bytes
     const std::uint16_t* scales = nullptr; ///< fp16 [formats::scaleCount(layout, N, K)]; null for fp16 and GGML blocks
+    RowPacking packing = RowPacking::AsStored; ///< order of the rows in data
 };
 
 /// y = x W^T for a batch of B activation rows ("GEMV" for B = 1, skinny GEMM up to B = 64).
@@ -120,7 +133,8 @@ struct KvAppendArgs {
 };
 
 /// Checks the sizes, pointers and layout of @p args (not the contents of device memory); GGML
-/// block types need K a multiple of their block (ggml's rule).
+/// block types need K a multiple of their block (ggml's rule); RowPacking::Interleaved8 needs
+/// q8_0 or q4_0.
 Status validate(const GemvArgs& args);
 /// Checks the sizes and pointers of @p args (host-side fields only).
 Status validate(const KvAppendArgs& args);

@@ -1,0 +1,352 @@
+// The 8-row panel GEMV/GEMM of the fast CPU kernels (gemm8.h): ggml's interleaved Q4_0 layout
+// (block_q4_0x8, make_block_q4_0x8 in ggml/src/ggml-cpu/repack.cpp, read at ggml d99724f2; the
+// kernels below are Headroom's own) for q8_0, q4_0, int8 and int4 codes.
+
+#include "gemm8.h"
+
+#include "parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HEADROOM_GEMM8_X86 1
+#else
+#define HEADROOM_GEMM8_X86 0
+#endif
+
+namespace headroom::kernels {
+
+namespace fmt = headroom::formats;
+
+namespace {
+
+/// Columns per panel block (a q8_0 / q4_0 block; the int8 / int4 scale territories are whole ones).
+constexpr std::uint32_t kBlockCols = 32;
+/// Bytes of the 8 fp16 scales at the head of a panel block.
+constexpr std::uint32_t kPanelScaleBytes = detail::kPanelRows * 2;
+/// Bytes per interleaved chunk (ggml's blck_size_interleave of Q4_0 for AVX2).
+constexpr std::uint32_t kChunkBytes = 8;
+
+/// Code bytes of one row in one 32-column block: 16 for 4-bit codes, 32 for 8-bit ones.
+constexpr std::uint32_t codeBytes(fmt::QuantType type) {
+    return type == fmt::QuantType::Q4_0 || type == fmt::QuantType::Int4 ? 16 : 32;
+}
+
+/// Bytes of one panel block: the 8 scales, then 8 rows of codes.
+constexpr std::uint32_t panelBlockBytes(fmt::QuantType type) {
+    return kPanelScaleBytes + detail::kPanelRows * codeBytes(type);
+}
+static_assert(panelBlockBytes(fmt::QuantType::Q4_0) == 8 * fmt::kQ4_0BlockBytes, "block_q4_0x8 is 8 q4_0 blocks");
+static_assert(panelBlockBytes(fmt::QuantType::Q8_0) == 8 * fmt::kQ8_0BlockBytes, "8 q8_0 blocks");
+
+/// Writes block @p i of row @p r (< 8) into panel block @p dst: its scale bits @p scale and its
+/// codes @p codes [codeBytes] in chunks of 8 bytes at chunk (c * 8 + r); q4_0 nibbles XOR 0x88
+/// (q + 8 -> q, ggml's xor_mask).
+void placeRowBlock(fmt::QuantType type, std::uint32_t r, std::uint16_t scale, const std::uint8_t* codes, std::uint8_t* dst) {
+    std::memcpy(dst + 2 * r, &scale, 2);
+    std::uint8_t* qs = dst + kPanelScaleBytes;
+    for (std::uint32_t c = 0; c < codeBytes(type) / kChunkBytes; ++c) {
+        std::uint8_t* chunk = qs + (c * detail::kPanelRows + r) * kChunkBytes;
+        std::memcpy(chunk, codes + c * kChunkBytes, kChunkBytes);
+        if (type == fmt::QuantType::Q4_0)
+            for (std::uint32_t j = 0; j < kChunkBytes; ++j)
+                chunk[j] ^= 0x88u;
+    }
+}
+
+/// The panel of rows [n0, n0 + 8) of the stored matrix @p w into @p panel [K / 32][panelBlockBytes].
+void buildPanel(const WeightMatrix& w, std::uint64_t n0, std::uint8_t* panel) {
+    const fmt::QuantType type = w.layout.type;
+    const bool ggml = fmt::isGgmlBlockType(type);
+    const std::uint32_t blocks = w.cols / kBlockCols;
+    const std::uint64_t stride = fmt::rowBytes(w.layout, w.cols);
+    for (std::uint32_t r = 0; r < detail::kPanelRows; ++r) {
+        const std::uint64_t n = n0 + r;
+        const std::uint8_t* row = w.data + n * stride;
+        const std::uint16_t* scales = ggml ? nullptr : w.scales + fmt::rowScaleOffset(w.layout, n, w.cols);
+        for (std::uint32_t i = 0; i < blocks; ++i) {
+            std::uint8_t* dst = panel + std::uint64_t{i} * panelBlockBytes(type);
+            if (ggml) {
+                const std::uint8_t* block = row + std::uint64_t{i} * fmt::ggmlBlockBytes(type);
+                std::uint16_t d;
+                std::memcpy(&d, block, 2);
+                placeRowBlock(type, r, d, block + 2, dst);
+            } else {
+                placeRowBlock(type, r, scales[fmt::scaleIndexInRow(w.layout, std::uint64_t{i} * kBlockCols)],
+                              row + std::uint64_t{i} * codeBytes(type), dst);
+            }
+        }
+    }
+}
+
+/// Column (within its block of 32) of position j of the activation codes in slot order: four
+/// slots of 8 codes, slot s multiplying the codes that the kernels take from chunk s / 2 (low
+/// nibbles for even s, high for odd s with 4-bit codes; chunk s with 8-bit ones).
+std::uint32_t slotColumn(fmt::QuantType type, std::uint32_t j) {
+    const std::uint32_t s = j / 8, e = j % 8;
+    switch (type) {
+    case fmt::QuantType::Q4_0: return (s & 1u) * 16 + (s / 2) * 8 + e; // byte b: weights b and b + 16
+    case fmt::QuantType::Int4: return (s / 2) * 16 + 2 * e + (s & 1u); // byte b: columns 2b and 2b + 1
+    default: return j;                                                   // 8-bit: byte order
+    }
+}
+
+/// B activation rows quantized per 32 columns, codes in slot order.
+struct PanelActivations {
+    std::vector<std::int8_t> q;   ///< codes [B][K / 32][32], slot order (slotColumn)
+    std::vector<float> d;         ///< scales [B][K / 32]
+    std::vector<std::int32_t> sum8; ///< 8 x the code sum of each block [B][K / 32] (4-bit: the q + 8 offset)
+};
+
+/// Quantizes @p x [B][K]: ggml's q8_0 activations for q8_0 / q4_0 (quantizeQ8_0Activations:
+/// d = max|x| / 127 rounded to fp16, q = roundf(x / d)), d unrounded and q = lrint(x / d) for
+/// int8 / int4 (as the B = 1 integer dots of cpukernels.cpp).
+PanelActivations quantizePanelActivations(const float* x, std::uint32_t B, std::uint32_t K, fmt::QuantType type) {
+    const std::uint32_t blocks = K / kBlockCols;
+    PanelActivations a;
+    a.q.resize(std::uint64_t{B} * blocks * kBlockCols);
+    a.d.resize(std::uint64_t{B} * blocks);
+    a.sum8.resize(a.d.size());
+    std::int8_t natural[kBlockCols];
+    for (std::uint32_t b = 0; b < B; ++b)
+        for (std::uint32_t i = 0; i < blocks; ++i) {
+            const float* xb = x + std::uint64_t{b} * K + std::uint64_t{i} * kBlockCols;
+            const std::uint64_t at = std::uint64_t{b} * blocks + i;
+            if (fmt::isGgmlBlockType(type)) {
+                a.d[at] = fmt::quantizeQ8_0Activations(xb, natural);
+            } else {
+                float amax = 0.0f;
+                for (std::uint32_t j = 0; j < kBlockCols; ++j)
+                    amax = std::max(amax, std::fabs(xb[j]));
+                const float d = amax / 127.0f;
+                const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+                for (std::uint32_t j = 0; j < kBlockCols; ++j)
+                    natural[j] = static_cast<std::int8_t>(std::lrint(xb[j] * inv));
+                a.d[at] = d;
+            }
+            int sum = 0;
+            std::int8_t* q = a.q.data() + at * kBlockCols;
+            for (std::uint32_t j = 0; j < kBlockCols; ++j) {
+                q[j] = natural[slotColumn(type, j)];
+                sum += q[j];
+            }
+            a.sum8[at] = 8 * sum;
+        }
+    return a;
+}
+
+#if HEADROOM_GEMM8_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+/// Lane order of the 8 row sums after the hadd of rows 0-3 with rows 4-7; self-inverse.
+inline __m256i panelOrder() {
+    return _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+}
+
+/// y tile of the 8 panel rows x BT activation rows from @p b0 into @p out [BT][8] (natural row
+/// order): per block the 8 rows' codes are loaded (and unpacked) once for the BT rows; per
+/// activation row 8 maddubs over the four slots, one hadd that leaves one int32 per row, one
+/// fp32 multiply-add with the 8 weight scales times the activation scale. 4-bit codes: the
+/// nibbles XOR 8 are the unsigned q + 8 (maddubs needs no sign trick; every int16 partial stays
+/// below 4 x 2 x 15 x 127 = 15,240), the + 8 taken back as 8 sum(x codes) in int32. 8-bit codes:
+/// |w| x sign(x, w) (ggml's q8 dot), each maddubs widened to int32 by madd before adding.
+template <bool kFourBit, int BT>
+inline void panelTile(const std::uint8_t* panel, std::uint32_t blocks, const PanelActivations& a, std::uint32_t b0,
+                      float (*out)[detail::kPanelRows]) {
+    constexpr std::uint32_t blockBytes = kPanelScaleBytes + detail::kPanelRows * (kFourBit ? 16 : 32);
+    const __m256i order = panelOrder();
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[BT];
+    for (int b = 0; b < BT; ++b)
+        acc[b] = _mm256_setzero_ps();
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        const std::uint8_t* blk = panel + std::uint64_t{i} * blockBytes;
+        const __m256 d = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))), order);
+        const std::uint8_t* qs = blk + kPanelScaleBytes;
+        if constexpr (kFourBit) {
+            const __m256i mask = _mm256_set1_epi8(0x0f), flip = _mm256_set1_epi8(static_cast<char>(0x88));
+            __m256i c[8]; // c[2j] low nibbles, c[2j + 1] high nibbles of register j (rows 4 (j % 2) ..; chunk j / 2)
+            for (int j = 0; j < 4; ++j) {
+                const __m256i packed = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j)), flip);
+                c[2 * j] = _mm256_and_si256(packed, mask);
+                c[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
+            }
+            for (int b = 0; b < BT; ++b) {
+                const std::uint64_t at = std::uint64_t{b0 + static_cast<std::uint32_t>(b)} * blocks + i;
+                const std::int8_t* x = a.q.data() + at * kBlockCols;
+                __m256i xs[4];
+                for (int s = 0; s < 4; ++s) {
+                    long long v;
+                    std::memcpy(&v, x + 8 * s, 8);
+                    xs[s] = _mm256_set1_epi64x(v);
+                }
+                const __m256i low = _mm256_add_epi16(
+                    _mm256_add_epi16(_mm256_maddubs_epi16(c[0], xs[0]), _mm256_maddubs_epi16(c[1], xs[1])),
+                    _mm256_add_epi16(_mm256_maddubs_epi16(c[4], xs[2]), _mm256_maddubs_epi16(c[5], xs[3])));
+                const __m256i high = _mm256_add_epi16(
+                    _mm256_add_epi16(_mm256_maddubs_epi16(c[2], xs[0]), _mm256_maddubs_epi16(c[3], xs[1])),
+                    _mm256_add_epi16(_mm256_maddubs_epi16(c[6], xs[2]), _mm256_maddubs_epi16(c[7], xs[3])));
+                __m256i sums = _mm256_hadd_epi32(_mm256_madd_epi16(low, ones), _mm256_madd_epi16(high, ones));
+                sums = _mm256_sub_epi32(sums, _mm256_set1_epi32(a.sum8[at]));
+                acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_set1_ps(a.d[at])), acc[b]);
+            }
+        } else {
+            __m256i w[8], aw[8]; // register j: rows 4 (j % 2) .. + 3, chunk j / 2
+            for (int j = 0; j < 8; ++j) {
+                w[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+                aw[j] = _mm256_sign_epi8(w[j], w[j]);
+            }
+            for (int b = 0; b < BT; ++b) {
+                const std::uint64_t at = std::uint64_t{b0 + static_cast<std::uint32_t>(b)} * blocks + i;
+                const std::int8_t* x = a.q.data() + at * kBlockCols;
+                __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                for (int j = 0; j < 8; ++j) {
+                    long long v;
+                    std::memcpy(&v, x + 8 * (j / 2), 8);
+                    const __m256i xv = _mm256_sign_epi8(_mm256_set1_epi64x(v), w[j]);
+                    part[j & 1] = _mm256_add_epi32(part[j & 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[j], xv), ones));
+                }
+                const __m256i sums = _mm256_hadd_epi32(part[0], part[1]);
+                acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_set1_ps(a.d[at])), acc[b]);
+            }
+        }
+    }
+    for (int b = 0; b < BT; ++b)
+        _mm256_storeu_ps(out[b], _mm256_permutevar8x32_ps(acc[b], order));
+}
+
+/// panelTile for a tile of @p count (1..4) activation rows.
+template <bool kFourBit>
+void panelTileAny(int count, const std::uint8_t* panel, std::uint32_t blocks, const PanelActivations& a, std::uint32_t b0,
+                  float (*out)[detail::kPanelRows]) {
+    switch (count) {
+    case 4: panelTile<kFourBit, 4>(panel, blocks, a, b0, out); break;
+    case 3: panelTile<kFourBit, 3>(panel, blocks, a, b0, out); break;
+    case 2: panelTile<kFourBit, 2>(panel, blocks, a, b0, out); break;
+    default: panelTile<kFourBit, 1>(panel, blocks, a, b0, out); break;
+    }
+}
+
+#pragma GCC pop_options
+#endif
+
+/// y[at] = @p value as the output type of @p args.
+void storeY(const GemvArgs& args, std::uint64_t at, float value) {
+    if (args.yType == OutputType::Fp32)
+        static_cast<float*>(args.y)[at] = value;
+    else
+        static_cast<std::uint16_t*>(args.y)[at] = fmt::floatToHalf(value);
+}
+
+} // namespace
+
+namespace detail {
+
+bool panelKernelsRun(const GemvArgs& args, bool quantizeActivations, bool useAvx2) {
+    const WeightMatrix& w = args.weights;
+    if (!HEADROOM_GEMM8_X86 || !useAvx2 || !quantizeActivations || w.rows < kPanelRows || w.cols < kBlockCols)
+        return false;
+    const fmt::QuantType type = w.layout.type;
+    if (type == fmt::QuantType::Q8_0 || type == fmt::QuantType::Q4_0)
+        return args.batch >= 2 || w.packing == RowPacking::Interleaved8;
+    if (type != fmt::QuantType::Int8 && type != fmt::QuantType::Int4)
+        return false;
+    const bool wholeBlocks = w.layout.scope != fmt::ScaleScope::Group || w.layout.groupWeights % kBlockCols == 0;
+    return wholeBlocks && args.batch >= 2;
+}
+
+std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads) {
+    const WeightMatrix& w = args.weights;
+    const fmt::QuantType type = w.layout.type;
+    const std::uint32_t K = w.cols, B = args.batch;
+    const std::uint32_t blocks = K / kBlockCols;
+    const std::uint32_t groups = w.rows / kPanelRows;
+    const std::uint64_t stride = fmt::rowBytes(w.layout, K);
+    const bool packed = w.packing == RowPacking::Interleaved8;
+    const bool fourBit = codeBytes(type) == 16;
+    const PanelActivations a = quantizePanelActivations(xNat, B, K, type);
+#if HEADROOM_GEMM8_X86
+    parallelFor(groups, threads, [&](std::uint64_t begin, std::uint64_t end) {
+        std::vector<std::uint8_t> built(packed ? 0 : std::uint64_t{blocks} * panelBlockBytes(type));
+        for (std::uint64_t g = begin; g < end; ++g) {
+            const std::uint64_t n0 = g * kPanelRows;
+            const std::uint8_t* panel = w.data + n0 * stride;
+            if (!packed) {
+                buildPanel(w, n0, built.data());
+                panel = built.data();
+            }
+            for (std::uint32_t b0 = 0; b0 < B; b0 += 4) {
+                const int count = static_cast<int>(std::min<std::uint32_t>(4, B - b0));
+                float out[4][kPanelRows];
+                if (fourBit)
+                    panelTileAny<true>(count, panel, blocks, a, b0, out);
+                else
+                    panelTileAny<false>(count, panel, blocks, a, b0, out);
+                for (int b = 0; b < count; ++b)
+                    for (std::uint32_t r = 0; r < kPanelRows; ++r) {
+                        const std::uint64_t n = n0 + r;
+                        float sum = out[b][r];
+                        if (blocks * kBlockCols < K) { // int8 / int4 columns past the last whole block
+                            const std::uint8_t* row = w.data + n * stride;
+                            const std::uint16_t* scales = w.scales + fmt::rowScaleOffset(w.layout, n, K);
+                            const float* x = xNat + std::uint64_t{b0 + static_cast<std::uint32_t>(b)} * K;
+                            for (std::uint32_t k = blocks * kBlockCols; k < K; ++k)
+                                sum += fmt::loadWeight(w.layout, row, scales, k) * x[k];
+                        }
+                        storeY(args, std::uint64_t{b0 + static_cast<std::uint32_t>(b)} * w.rows + n, sum);
+                    }
+            }
+        }
+    });
+#else
+    (void)threads, (void)stride, (void)packed, (void)fourBit, (void)a;
+#endif
+    return groups * kPanelRows;
+}
+
+void unpackPanelGroup(fmt::QuantType type, std::uint32_t cols, const std::uint8_t* group, std::uint8_t* rows) {
+    const std::uint32_t blocks = cols / kBlockCols;
+    const std::uint32_t blockBytes = fmt::ggmlBlockBytes(type);
+    for (std::uint32_t i = 0; i < blocks; ++i) {
+        const std::uint8_t* src = group + std::uint64_t{i} * panelBlockBytes(type);
+        for (std::uint32_t r = 0; r < kPanelRows; ++r) {
+            std::uint8_t* block = rows + std::uint64_t{r} * blocks * blockBytes + std::uint64_t{i} * blockBytes;
+            std::memcpy(block, src + 2 * r, 2);
+            for (std::uint32_t c = 0; c < codeBytes(type) / kChunkBytes; ++c) {
+                const std::uint8_t* chunk = src + kPanelScaleBytes + (c * kPanelRows + r) * kChunkBytes;
+                for (std::uint32_t j = 0; j < kChunkBytes; ++j)
+                    block[2 + c * kChunkBytes + j] = type == fmt::QuantType::Q4_0 ? chunk[j] ^ 0x88u : chunk[j];
+            }
+        }
+    }
+}
+
+} // namespace detail
+
+bool packsRows8(fmt::QuantLayout layout) {
+    return layout.type == fmt::QuantType::Q8_0 || layout.type == fmt::QuantType::Q4_0;
+}
+
+Status packRows8(fmt::QuantLayout layout, std::uint32_t rows, std::uint32_t cols, std::uint8_t* data) {
+    if (!packsRows8(layout) || rows == 0 || cols == 0 || cols % kBlockCols != 0 || !data)
+        return Status::InvalidArgument;
+    WeightMatrix w;
+    w.layout = layout;
+    w.rows = rows;
+    w.cols = cols;
+    w.data = data;
+    const std::uint64_t groupBytes = std::uint64_t{detail::kPanelRows} * fmt::rowBytes(layout, cols);
+    std::vector<std::uint8_t> panel(groupBytes);
+    for (std::uint64_t g = 0; g < rows / detail::kPanelRows; ++g) {
+        buildPanel(w, g * detail::kPanelRows, panel.data());
+        std::memcpy(data + g * groupBytes, panel.data(), groupBytes);
+    }
+    return Status::Ok;
+}
+
+} // namespace headroom::kernels
