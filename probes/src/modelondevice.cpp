@@ -1,6 +1,7 @@
 #include "modelondevice.h"
 
 #include "headroom/core/kvcache.h"
+#include "headroom/kernels/cpukernels.h"
 #include "headroom/kernels/kernels.h"
 
 #include <algorithm>
@@ -206,6 +207,11 @@ DeviceStatus ModelOnDevice::allocateWeights(ProbeProgress& progress, double from
             w.scales = !formats::hasSeparateScales(*layout)
                 ? nullptr
                 : reinterpret_cast<const std::uint16_t*>(w.data + t.rows * formats::rowBytes(*layout, t.cols));
+            // On the CPU, q8_0 / q4_0 rows are interleaved 8 at a time once at load, as ggml's CPU
+            // backend repacks Q4_0 for AVX2 (kernels::packRows8; the same bytes).
+            if (m_device.kind() == DeviceKind::Cpu && kernels::cpuUsesAvx2() && kernels::packsRows8(*layout)
+                && kernels::packRows8(*layout, w.rows, w.cols, buffer->as<std::uint8_t>()) == kernels::Status::Ok)
+                w.packing = kernels::RowPacking::Interleaved8;
             if (t.role == TensorRole::TokenEmbedding)
                 embedding = w;
             else if (t.role == TensorRole::Output) {
