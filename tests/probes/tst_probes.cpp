@@ -393,7 +393,11 @@ TEST_CASE("timing: decode against batch and context, prefill, TTFT, TPOT and the
     // Calibration: the batch-1 step with the fewest tokens (context 16) and the longest prefill.
     CHECK(context[0]["calibration"] == true);
     CHECK(context[0]["verdict"] == "measured");
-    CHECK(context[0]["ratio"].get<double>() == Approx(1.0));
+    // Its prediction is max(bytes / calibrated bandwidth, FLOPs / calibrated peak): the measured
+    // time itself, or more when the peak from a slow (loaded-machine) prefill makes the compute
+    // term of one token the larger one.
+    CHECK(context[0]["ratio"].get<double>() <= 1.0 + 1e-9);
+    CHECK(context[0]["ratio"].get<double>() > 0.0);
     CHECK(prefill[1]["calibration"] == true);
     CHECK(prefill[1]["ratio"].get<double>() == Approx(1.0));
     std::size_t within = 0;
