@@ -4,7 +4,7 @@
 #include "commands.h"
 #include "texttable.h"
 
-#include "headroom/core/atomicfile.h"
+#include "headroom/core/engines/settings.h"
 #include "headroom/core/enginelog/calibration.h"
 #include "headroom/core/enginelog/enginelog.h"
 #include "headroom/core/enginelog/logreport.h"
@@ -29,28 +29,24 @@ struct LogOptions {
     std::string card;
     std::optional<std::uint64_t> context;
     std::optional<std::uint64_t> users;
+    std::string engineVersion;
+    std::optional<std::uint32_t> tp;
+    std::optional<std::uint32_t> pp;
+    std::vector<std::string> settings;
+    double readTimeoutS = 30;
     std::string leaveFree = "2GiB";
     bool save = false;
     std::string output;
 };
 
-/// The log of @p file (core's reader: a regular file, bounded), or standard input for "-" (read
-/// to one byte past the limit, so that the parser refuses an oversized log by its size).
+/// The log of @p file (core's reader: a regular file or a pipe, bounded), or standard input for
+/// "-" (read as a pipe: to its end, bounded in size and in idle time).
 tl::expected<std::string, std::string> readLog(const std::string& file, const EngineLogLimits& limits)
 {
-    if (file != "-") {
-        auto text = readEngineLogFile(file, limits);
-        if (!text)
-            return tl::unexpected(text.error().message);
-        return std::move(*text);
-    }
-    std::string text;
-    char buf[65536];
-    while (std::cin && text.size() <= limits.maxBytes) {
-        std::cin.read(buf, sizeof buf);
-        text.append(buf, static_cast<std::size_t>(std::cin.gcount()));
-    }
-    return text;
+    auto text = file == "-" ? readEngineLogPipe(0, "standard input", limits) : readEngineLogFile(file, limits);
+    if (!text)
+        return tl::unexpected(text.error().message);
+    return std::move(*text);
 }
 
 void printReport(const LogReport& r)
@@ -95,7 +91,12 @@ void runLog(CliContext& ctx, const LogOptions& o)
     const ProfileSet* profiles = ctx.profiles();
     if (!profiles)
         return;
-    const EngineLogLimits limits;
+    EngineLogLimits limits;
+    if (!(o.readTimeoutS > 0 && o.readTimeoutS <= 86400)) {
+        ctx.fail("--read-timeout: expected seconds in (0, 86400]");
+        return;
+    }
+    limits.pipeIdleTimeoutMs = static_cast<std::uint64_t>(o.readTimeoutS * 1000.0);
     auto text = readLog(o.file, limits);
     if (!text) {
         ctx.fail(text.error());
@@ -108,6 +109,17 @@ void runLog(CliContext& ctx, const LogOptions& o)
     options.card = o.card;
     options.contextTokens = o.context;
     options.users = o.users;
+    options.engineVersion = o.engineVersion;
+    options.tensorParallel = o.tp;
+    options.pipelineParallel = o.pp;
+    for (const std::string& arg : o.settings) {
+        auto setting = parseSettingArgument(arg);
+        if (!setting) {
+            ctx.fail(setting.error());
+            return;
+        }
+        options.settings.push_back(std::move(*setting));
+    }
     if (auto free = parseSize(o.leaveFree)) {
         options.leaveFreeBytes = *free;
     } else {
@@ -128,21 +140,17 @@ void runLog(CliContext& ctx, const LogOptions& o)
         return;
     }
     printReport(*report);
-    std::filesystem::path out;
-    if (!o.output.empty())
-        out = o.output;
-    else if (o.save)
-        out = calibrationPath(ctx.userProfilesDir(), report->comparison.calibration);
-    if (!out.empty()) {
-        std::error_code ec;
-        std::filesystem::create_directories(out.parent_path(), ec);
-        if (auto w = writeFileAtomically(out, calibrationToJson(report->comparison.calibration)); !w) {
-            ctx.fail(w.error());
-            return;
-        }
-        std::cout << "\nSaved the calibration to " << out.string() << " (plans on this card use it with --calibration "
-                  << out.string() << ")\n";
+    if (o.output.empty() && !o.save)
+        return;
+    auto saved = saveCalibration(report->comparison, ctx.userProfilesDir(), o.output);
+    if (!saved) {
+        ctx.fail(saved.error());
+        return;
     }
+    std::cout << "\nSaved the calibration to " << saved->string()
+              << (o.output.empty() ? " (later plans on this card, engine and model use it; other models its model-independent terms)"
+                                   : " (plans use it with --calibration " + saved->string() + ")")
+              << '\n';
 }
 
 } // namespace
@@ -158,10 +166,25 @@ void registerLogCommand(CLI::App& app, CliContext& ctx)
     cmd->add_option("-w,--weights", o->weights, "Weight format (default: the model's own)");
     cmd->add_option("--kv-dtype", o->kvDtype, "KV dtype (default: fp16, fp8 when the log says kv_cache_dtype fp8)");
     cmd->add_option("-c,--card", o->card, "The card (default: the total the log prints)");
-    cmd->add_option("--context", o->context, "Context per user for the calibrated what-fits (default: 4 x the log's)");
+    cmd->add_option("--context", o->context,
+                    "Context per user for the calibrated what-fits (default: 4 x the log's, at most the model's trained "
+                    "context; the trained context when the log prints none)");
     cmd->add_option("--users", o->users, "Users for the calibrated what-fits (default 16)");
+    cmd->add_option("--engine-version", o->engineVersion,
+                    "The engine's version, when the log does not print it (its rules apply: 0.2.5, b4600)");
+    cmd->add_option("--tp", o->tp, "Tensor parallel size, when the log does not print it (wins over the log's)")
+        ->check(CLI::Range(1, 4096));
+    cmd->add_option("--pp", o->pp, "Pipeline parallel size, when the log does not print it")->check(CLI::Range(1, 4096));
+    cmd->add_option("--set", o->settings,
+                    "A setting the log does not print, KEY=VALUE in the engine's own spelling (tokens_per_block=64, "
+                    "max-num-seqs=128; `headroom-cli engines` lists them); wins over the log's");
+    cmd->add_option("--read-timeout", o->readTimeoutS,
+                    "Seconds a pipe (-, <(cmd), a FIFO) may stay silent before the read stops (default 30); a pipe is read "
+                    "to its end, at most 64 MiB");
     cmd->add_option("--leave-free", o->leaveFree, "Memory to leave free when finding the largest memory fraction (default 2GiB)");
-    cmd->add_flag("--save", o->save, "Save the calibration as a profile overlay in the user profiles folder (calibrations/CARD.ENGINE.json)");
+    cmd->add_flag("--save", o->save,
+                  "Save the calibration as a profile overlay in the user profiles folder (calibrations/CARD.ENGINE.MODEL.json); "
+                  "refused, keeping the saved one, when the analysis calibrated nothing");
     cmd->add_option("-o,--output", o->output, "Save the calibration to this file");
     cmd->callback([&ctx, o] { runLog(ctx, *o); });
 }

@@ -65,16 +65,16 @@ headroom_cli_sh_test(cli_log_no_model
 set(_up ${_scratch}/user-profiles)
 headroom_cli_sh_test(cli_log_calibrated_plan
   "rm -rf ${_up} && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && ls ${_up}/calibrations && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm --context 8192 && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 -c h100-sxm --engine vllm --calibration none | grep -c 'calibrated by'"
-  "h100-sxm.vllm.json\n.*calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak [0-9.]+ GiB measured at a micro-batch of 8192 tokens.*\n0\n?$")
+  "h100-sxm.vllm.llama-3.1-8b.json\n.*calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak [0-9.]+ GiB measured at a micro-batch of 8192 tokens.*\n0\n?$")
 # The overlay is found in whichever user folder the faces are given: XDG_CONFIG_HOME/headroom/profiles
 # (no HEADROOM_USER_PROFILES), and --user-profiles DIR for both the save and the plan.
 set(_xdg ${_scratch}/xdg)
 headroom_cli_sh_test(cli_log_calibration_xdg
   "rm -rf ${_xdg} && env -i HOME=/nonexistent XDG_CONFIG_HOME=${_xdg} ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && ls ${_xdg}/headroom/profiles/calibrations && env -i HOME=/nonexistent XDG_CONFIG_HOME=${_xdg} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by vllm on h100-sxm'"
-  "^h100-sxm.vllm.json\n1\n$")
+  "^h100-sxm.vllm.llama-3.1-8b.json\n1\n$")
 set(_dirup ${_scratch}/dir-profiles)
 headroom_cli_sh_test(cli_log_calibration_user_profiles_option
-  "rm -rf ${_dirup} && env -i HOME=/nonexistent ${HEADROOM_CLI} --user-profiles ${_dirup} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save | grep -c 'Saved the calibration to ${_dirup}/calibrations/h100-sxm.vllm.json' && env -i HOME=/nonexistent ${HEADROOM_CLI} --user-profiles ${_dirup} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by vllm on h100-sxm' && env -i HOME=/nonexistent ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by'"
+  "rm -rf ${_dirup} && env -i HOME=/nonexistent ${HEADROOM_CLI} --user-profiles ${_dirup} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save | grep -c 'Saved the calibration to ${_dirup}/calibrations/h100-sxm.vllm.llama-3.1-8b.json' && env -i HOME=/nonexistent ${HEADROOM_CLI} --user-profiles ${_dirup} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by vllm on h100-sxm' && env -i HOME=/nonexistent ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm | grep -c 'calibrated by'"
   "^1\n1\n0\n$")
 headroom_cli_sh_test(cli_plan_calibration_file
   "${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c 79.19GiB --engine vllm --calibration ${_scratch}/cal.json --json"
@@ -83,7 +83,40 @@ headroom_cli_sh_test(cli_plan_calibration_wrong_engine
   "${HEADROOM_CLI} plan -m llama-3.1-8b -c 79.19GiB --engine sglang --calibration ${_scratch}/cal.json 2>&1; echo \"exit code $?\""
   "cal.json: a calibration of vllm, the plan's engine is sglang.*exit code 1")
 set_tests_properties(cli_plan_calibration_file cli_plan_calibration_wrong_engine PROPERTIES DEPENDS cli_log_save)
-# A FIFO is refused, never read (it would block): core's reader opens regular files only.
+# A pipe is read to its end (issue 14 review: `log <(cmd)` was refused): process substitution,
+# and a FIFO whose writer comes later; a FIFO whose writer never writes nor closes stops after
+# --read-timeout, never hangs; a device is still refused.
+headroom_cli_sh_test(cli_log_process_substitution
+  "bash -c '${HEADROOM_CLI} log <(cat ${_vllm}) -m llama-3.1-8b -w bf16 --kv-dtype bf16' 2>&1; echo \"exit code $?\""
+  "10 of 10 lines were understood.*calibrated 476,016 \\(exact\\).*exit code 0")
 headroom_cli_sh_test(cli_log_fifo
-  "rm -f ${_scratch}/fifo.log && mkfifo ${_scratch}/fifo.log && timeout 10 ${HEADROOM_CLI} log ${_scratch}/fifo.log 2>&1; echo \"exit code $?\""
-  "cannot read .*fifo.log: .*not a regular file.*exit code 1")
+  "rm -f ${_scratch}/fifo.log && mkfifo ${_scratch}/fifo.log && (sleep 1; cat ${_vllm} > ${_scratch}/fifo.log) & timeout 20 ${HEADROOM_CLI} log ${_scratch}/fifo.log -m llama-3.1-8b -w bf16 --kv-dtype bf16 2>&1; echo \"exit code $?\""
+  "10 of 10 lines were understood.*calibrated 476,016 \\(exact\\).*exit code 0")
+headroom_cli_sh_test(cli_log_fifo_silent_writer
+  "rm -f ${_scratch}/fifo2.log && mkfifo ${_scratch}/fifo2.log && (sleep 3 > ${_scratch}/fifo2.log 2>/dev/null &) ; timeout 20 ${HEADROOM_CLI} log ${_scratch}/fifo2.log --read-timeout 1 2>&1; echo \"exit code $?\""
+  "fifo2.log: no data for 1 s after 0 bytes, and the writer has not closed it.*exit code 1")
+headroom_cli_sh_test(cli_log_device_refused
+  "timeout 10 ${HEADROOM_CLI} log /dev/zero 2>&1; echo \"exit code $?\""
+  "cannot read /dev/zero: .*not a regular file.*a log is read from a regular file or a pipe.*exit code 1")
+
+# A card given as a size finds the calibration saved from the log's own total (review: `-c
+# 79.19GiB` found none); a plan on another card says why none matched; another model takes only
+# the model-independent terms and says so.
+set(_sz ${_scratch}/size-profiles)
+headroom_cli_sh_test(cli_log_calibration_card_as_size
+  "rm -rf ${_sz} && ${HEADROOM_CLI} --user-profiles ${_sz} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 --save >/dev/null && ${HEADROOM_CLI} --user-profiles ${_sz} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c 79.19GiB --engine vllm --set gpu-memory-utilization=0.95 --context 8192 && ${HEADROOM_CLI} --user-profiles ${_sz} plan -m llama-3.1-8b -w bf16 -c 80GiB --engine vllm && ${HEADROOM_CLI} --user-profiles ${_sz} plan -m qwen2.5-7b -w bf16 -c 79.19GiB --engine vllm"
+  "calibrated by vllm on 79.19 GiB from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak.*no saved vllm calibration matches this card \\(80.00 GiB\\): 79.19_GiB.vllm.llama-3.1-8b.json was measured on a card of 79.19 GiB.*measured with llama-3.1-8b, this plan is for qwen2.5-7b\\): only its model-independent terms apply")
+# A failed analysis is not saved and leaves the good calibration as it was.
+headroom_cli_sh_test(cli_log_failed_not_saved
+  "rm -rf ${_sz}2 && ${HEADROOM_CLI} --user-profiles ${_sz}2 log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 --save >/dev/null && cp ${_sz}2/calibrations/79.19_GiB.vllm.llama-3.1-8b.json ${_scratch}/good.json && head -5 ${_vllm} | ${HEADROOM_CLI} --user-profiles ${_sz}2 log - -m llama-3.1-8b -w bf16 --kv-dtype bf16 --save 2>&1 | tail -1; cmp ${_scratch}/good.json ${_sz}2/calibrations/79.19_GiB.vllm.llama-3.1-8b.json && echo kept"
+  "calibration not saved \\(any saved one is kept as it was\\): the log prints no KV figure: nothing was calibrated\nkept\n$")
+# A TP log that prints no TP size: --tp gives it, and the output says what was read and what was
+# given or assumed; --set gives a setting the log lacks in the engine's spelling.
+headroom_corpus_log(vllm-0.19-llama-3.1-8b-h100-tp2)
+headroom_corpus_log(tensorrt-llm-0.13-qwen1.5-7b-a100-40gb)
+headroom_cli_sh_test(cli_log_tp_given
+  "${HEADROOM_CLI} log ${_scratch}/vllm-0.19-llama-3.1-8b-h100-tp2.log -m llama-3.1-8b -w bf16 --kv-dtype bf16 --tp 2 2>&1; echo \"exit code $?\""
+  "Read from the log: .*max-model-len=.*\nGiven: --tp 2\n.*calibrated [0-9,]+ \\(exact\\).*exit code 0")
+headroom_cli_sh_test(cli_log_set_and_assumed
+  "${HEADROOM_CLI} log ${_scratch}/tensorrt-llm-0.13-qwen1.5-7b-a100-40gb.log -m llama-2-7b -w fp16 --set max_batch_size=8 2>&1; echo \"exit code $?\""
+  "the lines are 0.x C++ runtime's.*Read from the log: no setting\nGiven: max_batch_size=8\nAssumed \\(neither printed nor given; the engine's defaults\\): .*tokens_per_block=64.*tp_size=1 \\(the log prints no TP size: give --tp N if it ran on more GPUs\\).*KV cache blocks: the log 631.*calibrated 631 \\(exact\\).*exit code 0")

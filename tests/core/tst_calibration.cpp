@@ -6,17 +6,24 @@
 
 #include "headroom/core/enginelog/calibration.h"
 #include "headroom/core/enginelog/enginelog.h"
+#include "headroom/core/enginelog/logreport.h"
+#include "headroom/core/engines/engine.h"
+#include "headroom/core/resolve.h"
 
 #include "testconfig.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <set>
+
+#include <unistd.h>
 
 using namespace headroom;
 using namespace headroom::test;
@@ -185,7 +192,8 @@ TEST_CASE("calibrated answers for other settings on the same card", "[calibratio
     REQUIRE(back);
     CHECK(back->measured.activationPeakBytes == cal.measured.activationPeakBytes);
     CHECK(back->ubatchTokens == 8192);
-    CHECK(calibrationPath("/p", *back).filename().string().ends_with(".vllm.json"));
+    // Keyed by card, engine and model (issue 14 review: one model's peak was applied to another).
+    CHECK(calibrationPath("/p", *back).filename().string().ends_with(".vllm.llama-3.1-8b.json"));
     auto wrong = calibrationFromJson(R"({"schema_version": 2, "engine": "vllm"})", "cal.json");
     REQUIRE_FALSE(wrong);
     CHECK(wrong.error() == "cal.json: schema_version 2, this build reads 1");
@@ -286,4 +294,195 @@ TEST_CASE("llama.cpp and Ollama corpus logs: the plan for the log's own context 
     }
     std::cout << "llama.cpp/Ollama KV buffers reproduced to the printed digit: " << exact << " (known misses: " << misses << ")\n";
     CHECK(exact >= 1);
+}
+
+namespace {
+
+/// The plan's value of a KV figure the log printed: the engine unit's own figure of that name,
+/// else from the pool (as calibration.cpp and the corpus harness read them).
+std::uint64_t plannedFigure(const PlanResult& p, const std::string& name)
+{
+    for (const EngineFigure& f : p.engineFigures)
+        if (f.name == name)
+            return static_cast<std::uint64_t>(std::llround(f.value));
+    if (name == "num_gpu_blocks" || name == "kv_blocks")
+        return p.kvBlocks;
+    if (name == "kv_cache_tokens")
+        return p.kvBlocks * p.paging.blockTokens;
+    if (name == "available_kv_cache")
+        return p.kvBudgetBytes.value;
+    return p.maxResidentTokens;
+}
+
+/// What a user gives `headroom-cli log` for a corpus case: the model, formats and card the log
+/// does not name (-m, -w, --kv-dtype, -c), the TP/PP size (--tp, --pp) and the engine settings
+/// of the case the log does not print (--set, only keys the engine unit declares).
+LogReportOptions optionsFor(const EngineLogCase& c, const PlanRequest& caseRequest, const EngineLog& log)
+{
+    LogReportOptions o;
+    o.modelProfile = caseRequest.model;
+    o.weights = c.weights;
+    o.kvDtype = c.kvDtype;
+    if (log.version.empty())
+        o.engineVersion = c.engineVersion; // --engine-version: the corpus knows it from the source when the log does not print it
+    if (!log.cardTotalBytes)
+        o.cardProfile = caseRequest.card;
+    if (c.tensorParallel > 1)
+        o.tensorParallel = c.tensorParallel;
+    if (c.pipelineParallel > 1)
+        o.pipelineParallel = c.pipelineParallel;
+    const auto& specs = engineFor(caseRequest.engine.kind).settings();
+    for (const auto& [key, value] : c.settings) {
+        std::string dashed = key, underscored = key;
+        std::replace(dashed.begin(), dashed.end(), '_', '-');
+        std::replace(underscored.begin(), underscored.end(), '-', '_');
+        if (log.settings.count(key) || log.settings.count(dashed) || log.settings.count(underscored))
+            continue; // the log prints it: read from the log
+        const bool declared = std::any_of(specs.begin(), specs.end(), [&](const SettingSpec& s) {
+            return s.key == key || std::find(s.aliases.begin(), s.aliases.end(), key) != s.aliases.end();
+        });
+        if (declared)
+            o.settings.push_back({key, value});
+    }
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("every corpus log: log -> calibration -> plan for the log's own settings gives the log's KV figure", "[calibration]")
+{
+    // The path of `headroom-cli log FILE --save` and a later plan: analyzeEngineLog on the log's
+    // text (settings read from the log, the rest given as a user would), the calibration saved as
+    // JSON and read back, then the calibrated plan for the log's own settings. Every log that
+    // prints a KV figure (GPU KV cache size, # GPU blocks, max_total_num_tokens, max batch total
+    // tokens, tokens in paged KV cache, KV blocks) must give it back exactly. llama.cpp and Ollama
+    // size their KV from n_ctx, not from a budget: nothing is fitted there (the KV buffer is
+    // compared by the test above), and the calibration must keep their measured compute buffer.
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
+    REQUIRE(cases);
+    int exact = 0, ggml = 0;
+    for (const EngineLogCase& c : *cases) {
+        INFO(c.id);
+        const std::string text = logText(c.id);
+        auto log = parseEngineLog(text);
+        REQUIRE(log);
+        CHECK(log->engine == c.engine);
+        auto caseRequest = planRequestFor(c, *profiles);
+        REQUIRE(caseRequest);
+        auto report = analyzeEngineLog(text, c.id + ".log", optionsFor(c, *caseRequest, *log), *profiles);
+        INFO((report ? std::string() : report.error().message));
+        REQUIRE(report);
+        auto back = calibrationFromJson(calibrationToJson(report->comparison.calibration), "cal.json");
+        REQUIRE(back);
+        if (c.engine == "llama.cpp" || c.engine == "ollama") {
+            CHECK_FALSE(report->comparison.kvFigure);
+            if (back->measured.activationPeakBytes)
+                ++ggml;
+            continue;
+        }
+        REQUIRE(report->comparison.kvFigure);
+        const KvFigureComparison& f = *report->comparison.kvFigure;
+        auto plan = makeCalibratedPlan(report->request, *back);
+        REQUIRE(plan);
+        const std::uint64_t got = plannedFigure(*plan, f.name);
+        INFO(f.name << ": the log " << f.printed << ", uncalibrated " << f.predicted << ", calibrated " << f.calibrated
+                    << ", the plan from the saved calibration " << got);
+        CHECK(f.calibrated == f.printed);
+        CHECK(got == f.printed);
+        CHECK(report->comparison.saveRefusal.empty());
+        exact += got == f.printed;
+    }
+    std::cout << "corpus logs whose KV figure the saved calibration reproduces exactly: " << exact
+              << "; llama.cpp/Ollama logs with a measured compute buffer: " << ggml << "\n";
+    CHECK(exact >= 40);
+}
+
+TEST_CASE("a saved calibration: found by the card's total, keyed by model, never replaced by a failed analysis", "[calibration]")
+{
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    const fs::path dir = fs::temp_directory_path() / ("headroom-calibrations-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    const std::string text = logText("vllm-0.19-llama-3.1-8b-h100-ctx8192");
+    LogReportOptions o;
+    o.model = "llama-3.1-8b";
+    o.weights = "bf16";
+    o.kvDtype = "bf16";
+    auto report = analyzeEngineLog(text, "serve.log", o, *profiles);
+    REQUIRE(report);
+    REQUIRE(report->comparison.saveRefusal.empty());
+    auto saved = saveCalibration(report->comparison, dir);
+    REQUIRE(saved);
+    CHECK(saved->filename().string() == "79.19_GiB.vllm.llama-3.1-8b.json"); // the log prints the total, no card id
+    // A V1 log prints the non-torch memory of the init snapshot only (the CUDA context, which V1's
+    // budget does not subtract), not the profile run's non-torch increase: no model-independent
+    // term the vLLM plan uses, besides the free memory, which vLLM does not size from.
+    CHECK_FALSE(report->comparison.calibration.nonTorchBytes);
+    REQUIRE(report->comparison.calibration.cardFreeBytes);
+
+    const auto requestOn = [&](const std::string& card, const std::string& model) {
+        PlanRequest r;
+        r.model = *resolveModel(model, *profiles);
+        r.format = *resolveFormat("bf16", r.model);
+        r.kvDtype = *resolveKvDtype("bf16");
+        r.card = *resolveCard(card, *profiles);
+        r.engine = *resolveEngine("vllm", *profiles);
+        r.contextTokens = 8192;
+        r.users = 4;
+        return r;
+    };
+    // The card given as a size (review: `-c 79.19GiB` found nothing) and as its profile (79.18 GiB,
+    // the same card to the 0.01 GiB vLLM prints) find it; the plan names it.
+    for (const char* card : {"79.19GiB", "h100-sxm"}) {
+        INFO(card);
+        auto r = applySavedCalibration(requestOn(card, "llama-3.1-8b"), dir);
+        REQUIRE(r);
+        CHECK(r->measured.source.starts_with("calibrated by vllm on 79.19 GiB from serve.log"));
+        CHECK(r->measured.activationPeakBytes == report->comparison.calibration.measured.activationPeakBytes);
+    }
+    PlanRequest asLogged = requestOn("79.19GiB", "llama-3.1-8b");
+    asLogged.engine.memoryFraction = 0.95; // the log's gpu_memory_utilization
+    auto same = makePlan(*applySavedCalibration(asLogged, dir));
+    REQUIRE(same);
+    CHECK(same->kvBlocks == 29'751); // the log's 476,016 tokens / 16
+    // Another card: nothing applies, and the plan says why.
+    auto other = applySavedCalibration(requestOn("80GiB", "llama-3.1-8b"), dir);
+    REQUIRE(other);
+    CHECK_FALSE(other->measured.activationPeakBytes);
+    CHECK(other->measured.source.find("no saved vllm calibration matches this card (80.00 GiB): "
+                                      "79.19_GiB.vllm.llama-3.1-8b.json was measured on a card of 79.19 GiB") != std::string::npos);
+    // Another model on the same card: only the model-independent terms (review: one model's
+    // activation peak was applied to another).
+    auto qwen = applySavedCalibration(requestOn("79.19GiB", "qwen2.5-7b"), dir);
+    REQUIRE(qwen);
+    CHECK_FALSE(qwen->measured.activationPeakBytes);
+    CHECK_FALSE(qwen->measured.runtimeBytes);
+    CHECK_FALSE(qwen->freeBytes);
+    CHECK(qwen->measured.source.find("measured with llama-3.1-8b, this plan is for qwen2.5-7b): only its model-independent terms "
+                                     "apply, and it measured none: nothing applied") != std::string::npos);
+    // With a non-torch figure (vLLM V0's profile results print it), that term applies to another model.
+    LogCalibration v0 = report->comparison.calibration;
+    v0.nonTorchBytes = Bytes{3ull << 29};
+    const PlanRequest withV0 = withCalibration(requestOn("79.19GiB", "qwen2.5-7b"), v0);
+    CHECK(withV0.measured.runtimeBytes == Bytes{3ull << 29});
+    CHECK_FALSE(withV0.measured.activationPeakBytes);
+    CHECK(withV0.measured.source.find("only its model-independent terms apply: non-torch memory 1.50 GiB") != std::string::npos);
+    CHECK(qwen->measured.source.find("the activation peak measured for llama-3.1-8b is not used") != std::string::npos);
+
+    // A failed analysis (the log cut before its KV lines: nothing calibrated) is refused and the
+    // good calibration stays as it was, byte for byte.
+    const std::string good = calibrationToJson(report->comparison.calibration);
+    const std::string cut = text.substr(0, text.find("Available KV cache memory"));
+    auto failed = analyzeEngineLog(cut.substr(0, cut.rfind('\n') + 1), "serve.log", o, *profiles);
+    REQUIRE(failed);
+    CHECK_FALSE(failed->comparison.saveRefusal.empty());
+    auto refused = saveCalibration(failed->comparison, dir);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().starts_with("calibration not saved (any saved one is kept as it was): the log prints no KV figure"));
+    std::ifstream in(*saved);
+    const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(kept == good);
+    fs::remove_all(dir);
 }

@@ -1,5 +1,6 @@
 #include "headroom/core/enginelog/calibration.h"
 
+#include "headroom/core/atomicfile.h"
 #include "headroom/core/engines/engine.h"
 #include "headroom/core/engines/bill.h"
 #include "headroom/core/importers/importedmodel.h"
@@ -73,6 +74,59 @@ PlanRequest withoutSettings(PlanRequest request, std::initializer_list<const cha
     return request;
 }
 
+// The settings applyLogSettings reads into generic PlanRequest fields, by field: every spelling
+// of the engines' logs and command lines (a group is one field).
+const std::vector<std::vector<std::string>>& genericGroups()
+{
+    static const std::vector<std::vector<std::string>> groups = {
+        {"max-model-len", "context-length", "n_ctx_seq", "num_ctx", "-c", "ctx-size", "n_ctx", "max_seq_len", "max-total-tokens"},
+        {"n_seq_max", "OLLAMA_NUM_PARALLEL", "parallel", "np"},
+        {"gpu-memory-utilization", "mem-fraction-static", "free_gpu_memory_fraction", "cuda-memory-fraction"},
+        {"max-num-batched-tokens", "chunked-prefill-size", "n_ubatch", "-ub", "ubatch-size", "max_num_tokens",
+         "max-batch-prefill-tokens"},
+        {"tensor-parallel-size", "tp", "tp-size", "tp_size", "num-shard"},
+        {"pipeline-parallel-size", "pp", "pp-size", "pp_size"},
+        {"block-size", "tokens_per_block", "page-size"},
+        {"kv-cache-dtype", "kv_cache_dtype"},
+    };
+    return groups;
+}
+
+// The generic group of @p key (any spelling, canonicalised through @p specs), or null.
+const std::vector<std::string>* genericGroup(const std::vector<SettingSpec>& specs, const std::string& key)
+{
+    const std::string canonical = canonicalKey(specs, key);
+    for (const auto& g : genericGroups())
+        for (const std::string& k : g)
+            if (canonicalKey(specs, k) == canonical)
+                return &g;
+    return nullptr;
+}
+
+// Adds @p key=@p value to the request's engine settings when the engine unit declares the key
+// and the request gives no value for it; true when added.
+bool declaredSetting(PlanRequest& r, const std::string& key, const std::string& value)
+{
+    // The keys applyLogSettings reads as generic fields (context, users, fraction, micro-batch,
+    // parallelism, block) are never passed twice.
+    const std::vector<SettingSpec>& specs = engineFor(r.engine.kind).settings();
+    const std::string canonical = canonicalKey(specs, key);
+    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const SettingSpec& s) { return s.key == canonical; });
+    if (spec == specs.end() || genericGroup(specs, canonical))
+        return false;
+    // Only a value the engine's parser accepts: a log is untrusted, and a bad value would sink the plan.
+    const auto v = number(value);
+    if (!v || (spec->type == SettingType::Integer && std::floor(*v) != *v) ||
+        (spec->type != SettingType::Integer && spec->type != SettingType::Number) ||
+        (spec->maximum > spec->minimum && (*v < spec->minimum || *v > spec->maximum)))
+        return false;
+    if (std::any_of(r.engineSettings.begin(), r.engineSettings.end(),
+                    [&](const EngineSetting& s) { return canonicalKey(specs, s.key) == canonical; }))
+        return false;
+    r.engineSettings.push_back({canonical, value});
+    return true;
+}
+
 Bytes toBytes(double v)
 {
     return Bytes{v <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(v))};
@@ -111,9 +165,14 @@ std::optional<KvTarget> kvTarget(const EngineLog& log)
     return std::nullopt;
 }
 
-/// The plan's value of a KV figure (the corpus harness maps them the same way).
+/// The plan's value of a KV figure: the engine unit's own figure of that name when it prints one
+/// (TensorRT-LLM up to 0.8 prints its tokens before block rounding, engines/tensorrtllm.cpp), else
+/// from the pool (the corpus harness maps them the same way).
 std::uint64_t planned(const PlanResult& p, const std::string& name)
 {
+    for (const EngineFigure& f : p.engineFigures)
+        if (f.name == name && f.value >= 0 && f.value < 1e18)
+            return static_cast<std::uint64_t>(std::llround(f.value));
     if (name == "num_gpu_blocks" || name == "kv_blocks")
         return p.kvBlocks;
     if (name == "kv_cache_tokens")
@@ -152,6 +211,37 @@ std::string cardIdOf(const Card& card)
     return card.id.empty() ? formatBytes(card.totalBytes) : card.id;
 }
 
+/// The engine version a request's rules are for, when it names one (--engine vllm@0.19, or the
+/// version a log printed); empty otherwise.
+std::string requestVersion(const PlanRequest& r)
+{
+    return r.engine.requestedVersion;
+}
+
+/// @p s with every character but letters, digits, '-', '.' and '@' spelled '_' (a file name part).
+std::string fileNamePart(const std::string& s)
+{
+    std::string out;
+    for (char ch : s)
+        out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '@' ? ch : '_';
+    return out.empty() ? std::string("_") : out;
+}
+
+/// True when two card totals are the same card's: equal to the 0.01 GiB engines print totals to
+/// ("total_memory=79.19GiB", TensorRT-LLM "total: 31.84 GiB"), so a card given as a size
+/// (-c 79.19GiB) or as its profile (h100-sxm, 79.18 GiB) matches the total a log printed.
+bool sameCardTotal(Bytes a, Bytes b)
+{
+    constexpr std::uint64_t kPrintedGiBStep = (1ull << 30) / 100;
+    return (a.value > b.value ? a.value - b.value : b.value - a.value) <= kPrintedGiBStep;
+}
+
+/// The engines that size from the card's free memory (llama.cpp --fit, Ollama's memory.available).
+bool sizesFromFreeMemory(EngineKind k)
+{
+    return k == EngineKind::LlamaCpp || k == EngineKind::Ollama;
+}
+
 std::vector<ComponentComparison> compareComponents(const EngineLog& log, const PlanResult& p)
 {
     std::vector<ComponentComparison> rows;
@@ -166,7 +256,10 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
     if (!ggml) {
         // vLLM's "Model loading took" includes the rotary cos/sin cache the bill prices apart.
         row("weights", p.weightsBytes + overhead(p, {"rotary_cache"}), logBytes(log, "weights"), line("weights"));
-        const Bytes act = overhead(p, {"activation_peak", "logits"});
+        // The profile run's peak under each engine's own names (vLLM, TGI's warm-up, TensorRT-LLM's
+        // build-time activations and its decoder's buffers sized by the build limits).
+        const Bytes act = overhead(p, {"activation_peak", "logits", "warmup_activations", "warmup_logits", "engine_activations",
+                                       "logits_buffer", "decoder_buffers", "decoder_logits_copy", "sampling_workspace"});
         std::optional<Bytes> measuredAct = logBytes(log, "activation_peak");
         std::string how = line("activation_peak");
         // vLLM V1 and SGLang print no peak: it is what the claimed memory leaves after weights and KV.
@@ -241,7 +334,8 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
             r.engine.memoryFraction = *v;
         // A context or users setting of the request (num_ctx, max-model-len, -np) says it in the
         // engine's own spelling and wins over the log's generic reading of it.
-        else if ((key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx") && !contextGiven)
+        else if ((key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx" || key == "max_seq_len") &&
+                 !contextGiven)
             r.contextTokens = static_cast<std::uint64_t>(*v);
         else if ((key == "-c" || key == "ctx-size" || key == "n_ctx") && !log.settings.count("n_ctx_seq") && !r.contextTokens
                  && !contextGiven)
@@ -249,7 +343,7 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
         else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "n_ubatch" || key == "-ub" ||
                  key == "max_num_tokens" || key == "max-batch-prefill-tokens")
             r.ubatchTokens = static_cast<std::uint64_t>(*v);
-        else if (key == "tensor-parallel-size" || key == "tp" || key == "tp-size")
+        else if (key == "tensor-parallel-size" || key == "tp" || key == "tp-size" || key == "tp_size" || key == "num-shard")
             r.tensorParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
         else if (key == "pipeline-parallel-size" || key == "pp" || key == "pp-size")
             r.pipelineParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
@@ -258,11 +352,32 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
         else if (key == "block-size" || key == "tokens_per_block" || key == "page-size")
             r.engine.blockTokens = static_cast<std::uint64_t>(std::max(1.0, *v));
         else
-            used = false;
+            used = declaredSetting(r, key, value);
         if (used)
             applied.push_back(key + "=" + value);
     }
     return applied;
+}
+
+std::vector<std::string> assumedSettings(const PlanResult& plan, const PlanRequest& request, const std::vector<std::string>& fromLog)
+{
+    const std::vector<SettingSpec>& specs = engineFor(request.engine.kind).settings();
+    std::vector<std::string> taken; // canonical keys the log or the request gave
+    for (const std::string& kv : fromLog)
+        taken.push_back(canonicalKey(specs, kv.substr(0, kv.find('='))));
+    for (const EngineSetting& s : request.engineSettings)
+        taken.push_back(canonicalKey(specs, s.key));
+    const auto isTaken = [&](const std::string& key) {
+        const auto* group = genericGroup(specs, key);
+        return std::any_of(taken.begin(), taken.end(), [&](const std::string& t) {
+            return t == key || (group && genericGroup(specs, t) == group);
+        });
+    };
+    std::vector<std::string> out;
+    for (const SettingValue& v : plan.engineSettings)
+        if (!v.given && !isTaken(v.key))
+            out.push_back(v.key + "=" + v.text);
+    return out;
 }
 
 tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, const PlanRequest& request, const std::string& logName,
@@ -286,6 +401,8 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
     cal.logHash = hex(logText);
     cal.ubatchTokens = out.predicted.ubatchTokens;
     cal.measured = request.measured;
+    cal.nonTorchBytes = logBytes(log, "non_torch");
+    cal.cardFreeBytes = log.cardFreeBytes;
 
     const bool ggml = log.engine == "llama.cpp" || log.engine == "ollama";
     if (ggml) {
@@ -294,6 +411,8 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
         const auto graph = log.value("graph.full");
         if (compute || graph)
             cal.measured.activationPeakBytes = toBytes(compute ? *compute : *graph);
+        else
+            out.saveRefusal = "the log prints no compute buffer (CUDA0 compute buffer size, memory.graph.full): nothing was measured";
         out.notes.push_back("llama.cpp sizes its KV cache from n_ctx, not from a free-memory budget: the calibration keeps the "
                             "measured compute buffer; the KV buffer is compared, not fitted");
     } else if (auto target = kvTarget(log)) {
@@ -314,13 +433,16 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
         };
         PlanResult p = out.predicted;
         bool exact = false;
+        bool nothingFits = false;
         for (int i = 0; i < 16 && unit > 0; ++i) {
             const double want = (static_cast<double>(target->printed) + (unit > 1.0 ? 0.5 : 0.0)) * unit;
             const double have = static_cast<double>(p.kvBudgetBytes.value);
             act += have - want;
             if (act < 0) {
-                out.notes.push_back("the log's pool is larger than the plan's weights and runtime leave: the plan's weights "
-                                    "are larger than the engine's on this card; no overhead fits");
+                if (!nothingFits)
+                    out.notes.push_back("the log's pool is larger than the plan's weights and runtime leave: the plan's weights "
+                                        "are larger than the engine's on this card; no overhead fits");
+                nothingFits = true;
                 act = 0;
             }
             auto again = makePlan(requestWith(act));
@@ -339,13 +461,21 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
         else
             cal.measured.runtimeBytes = toBytes(act);
         out.kvFigure = KvFigureComparison{target->name, target->printed, planned(out.predicted, target->name), planned(p, target->name)};
-        if (!exact)
-            out.notes.push_back("the calibrated plan gives " + std::to_string(planned(p, target->name)) + " for " + target->name +
-                                ", the log " + std::to_string(target->printed) + " (the plan counts whole blocks of " +
+        if (!exact) {
+            const std::uint64_t got = planned(p, target->name);
+            out.notes.push_back("the calibrated plan gives " + std::to_string(got) + " for " + target->name + ", the log " +
+                                std::to_string(target->printed) + " (the plan counts whole blocks of " +
                                 std::to_string(p.paging.blockTokens) + " tokens)");
+            out.saveRefusal = "the calibrated plan gives " + std::to_string(got) + " for " + target->name + ", not the log's " +
+                              std::to_string(target->printed) + ": the fit failed";
+        }
+        if (nothingFits)
+            out.saveRefusal = "no overhead makes the plan's pool the log's: the plan's weights are larger than the engine's "
+                              "(check -m, -w and --tp)";
     } else {
         out.notes.push_back("the log prints no KV figure (GPU KV cache size, # GPU blocks, max_total_num_tokens, max batch total "
                             "tokens, tokens in paged KV cache): nothing to calibrate");
+        out.saveRefusal = "the log prints no KV figure: nothing was calibrated";
     }
     auto calibrated = makeCalibratedPlan(request, cal);
     if (!calibrated)
@@ -354,8 +484,46 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
     return out;
 }
 
+std::pair<CalibrationScope, std::string> calibrationScope(const PlanRequest& request, const LogCalibration& c)
+{
+    // The log's engine ("tensorrt-llm") against the plan's kind: a versioned profile
+    // ("tensorrt-llm-0") is the same engine.
+    if (c.engine != engineKindName(request.engine.kind))
+        return {CalibrationScope::None, "a calibration of " + c.engine + ", the plan's engine is " + engineKindName(request.engine.kind)};
+    if (!sameCardTotal(c.cardTotalBytes, request.card.totalBytes))
+        return {CalibrationScope::None, "measured on a card of " + formatBytes(c.cardTotalBytes) + " (" + c.cardId + "), this card has " +
+                                            formatBytes(request.card.totalBytes)};
+    const std::string version = requestVersion(request);
+    if (!c.engineVersion.empty() && !version.empty() && compareVersions(c.engineVersion, version) != 0)
+        return {CalibrationScope::ModelIndependent, "measured with " + c.engine + " " + c.engineVersion + ", this plan is for " + version};
+    if (c.modelId != request.model.id)
+        return {CalibrationScope::ModelIndependent, "measured with " + (c.modelId.empty() ? std::string("another model") : c.modelId) +
+                                                        ", this plan is for " + request.model.id};
+    return {CalibrationScope::Whole, ""};
+}
+
 PlanRequest withCalibration(PlanRequest request, const LogCalibration& calibration)
 {
+    const auto [scope, why] = calibrationScope(request, calibration);
+    if (scope == CalibrationScope::None) {
+        request.measured.source = "calibration " + calibration.name() + " not applied: " + why;
+        return request;
+    }
+    if (scope == CalibrationScope::ModelIndependent) {
+        std::string terms;
+        if (calibration.nonTorchBytes) {
+            request.measured.runtimeBytes = calibration.nonTorchBytes;
+            terms = "non-torch memory " + formatBytes(*calibration.nonTorchBytes);
+        }
+        if (calibration.cardFreeBytes && !request.freeBytes && sizesFromFreeMemory(request.engine.kind)) {
+            request.freeBytes = calibration.cardFreeBytes;
+            terms += (terms.empty() ? "" : ", ") + std::string("card free memory ") + formatBytes(*calibration.cardFreeBytes);
+        }
+        request.measured.source = "calibrated by " + calibration.name() + " (" + why + "): only its model-independent terms apply" +
+                                  (terms.empty() ? std::string(", and it measured none: nothing applied") : ": " + terms) +
+                                  "; the activation peak measured for " + calibration.modelId + " is not used";
+        return request;
+    }
     if (calibration.measured.activationPeakBytes)
         request.measured.activationPeakBytes = calibration.measured.activationPeakBytes;
     if (calibration.measured.runtimeBytes)
@@ -456,6 +624,12 @@ std::string calibrationToJson(const LogCalibration& c)
     if (c.measured.cudaGraphBytes)
         m["cuda_graph_bytes"] = c.measured.cudaGraphBytes->value;
     j["measured"] = m;
+    nlohmann::ordered_json independent = nlohmann::ordered_json::object();
+    if (c.nonTorchBytes)
+        independent["non_torch_bytes"] = c.nonTorchBytes->value;
+    if (c.cardFreeBytes)
+        independent["card_free_bytes"] = c.cardFreeBytes->value;
+    j["model_independent"] = independent;
     return j.dump(2) + "\n";
 }
 
@@ -501,6 +675,17 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
         if (auto v = u64(m, "cuda_graph_bytes"))
             c.measured.cudaGraphBytes = Bytes{*v};
     }
+    if (j.contains("model_independent") && j["model_independent"].is_object()) {
+        const auto& m = j["model_independent"];
+        for (const char* k : {"non_torch_bytes", "card_free_bytes"})
+            if (m.contains(k) && !m[k].is_number_unsigned())
+                return tl::unexpected(fileName + ": key model_independent." + k + ": expected bytes (an unsigned integer), found " +
+                                      m[k].dump());
+        if (auto v = u64(m, "non_torch_bytes"))
+            c.nonTorchBytes = Bytes{*v};
+        if (auto v = u64(m, "card_free_bytes"))
+            c.cardFreeBytes = Bytes{*v};
+    }
     return c;
 }
 
@@ -519,44 +704,104 @@ tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem:
     return calibrationFromJson(*text, file.string());
 }
 
-tl::expected<std::optional<LogCalibration>, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,
-                                                                            const Card& card, const std::string& engine)
+tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir, const PlanRequest& request)
 {
-    LogCalibration probe;
-    probe.cardId = cardIdOf(card);
-    probe.engine = engine;
-    const std::filesystem::path file = calibrationPath(userProfilesDir, probe);
+    SavedCalibration out;
+    if (userProfilesDir.empty())
+        return out;
+    const std::filesystem::path dir = userProfilesDir / "calibrations";
     std::error_code ec;
-    if (userProfilesDir.empty() || !std::filesystem::exists(file, ec))
-        return std::optional<LogCalibration>();
-    auto c = readCalibration(file);
-    if (!c)
-        return tl::unexpected(c.error());
-    if (c->cardTotalBytes != card.totalBytes || c->engine != engine)
-        return std::optional<LogCalibration>();
-    return std::optional<LogCalibration>(*c);
+    if (!std::filesystem::is_directory(dir, ec))
+        return out;
+    std::vector<std::filesystem::path> files;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end && files.size() < 256; it.increment(ec))
+        if (it->path().extension() == ".json" && !it->path().filename().string().starts_with("."))
+            files.push_back(it->path());
+    std::sort(files.begin(), files.end()); // the same pick on every run
+    std::optional<LogCalibration> other;
+    std::filesystem::path otherFile;
+    std::string otherWhy;
+    std::vector<std::string> mismatches;
+    for (const std::filesystem::path& f : files) {
+        auto c = readCalibration(f);
+        if (!c)
+            return tl::unexpected(c.error());
+        if (c->engine != engineKindName(request.engine.kind))
+            continue;
+        const auto [scope, why] = calibrationScope(request, *c);
+        if (scope == CalibrationScope::Whole) {
+            out.calibration = *c;
+            out.file = f;
+            return out;
+        }
+        if (scope == CalibrationScope::ModelIndependent && !other) {
+            other = *c;
+            otherFile = f;
+            otherWhy = why;
+        } else if (scope == CalibrationScope::None && mismatches.size() < 3) {
+            mismatches.push_back(f.filename().string() + " was " + why);
+        }
+    }
+    if (other) {
+        out.calibration = other;
+        out.file = otherFile;
+        return out;
+    }
+    if (!mismatches.empty()) {
+        out.why = "no saved " + std::string(engineKindName(request.engine.kind)) + " calibration matches this card (" +
+                  formatBytes(request.card.totalBytes) + "): ";
+        for (std::size_t i = 0; i < mismatches.size(); ++i)
+            out.why += (i ? "; " : "") + mismatches[i];
+    }
+    return out;
 }
 
 tl::expected<PlanRequest, std::string> applySavedCalibration(PlanRequest request, const std::filesystem::path& userProfilesDir)
 {
     if (request.engine.kind == EngineKind::Flat || userProfilesDir.empty())
         return request;
-    auto saved = findSavedCalibration(userProfilesDir, request.card, request.engine.id);
+    auto saved = findSavedCalibration(userProfilesDir, request);
     if (!saved)
         return tl::unexpected(saved.error());
-    if (!*saved)
+    if (!saved->calibration) {
+        if (!saved->why.empty() && request.measured.source.empty())
+            request.measured.source = saved->why;
         return request;
-    const LogCalibration& cal = **saved;
-    const bool sameBatch = !request.ubatchTokens || *request.ubatchTokens == cal.ubatchTokens;
-    return sameBatch ? withCalibration(std::move(request), cal) : request;
+    }
+    const LogCalibration& cal = *saved->calibration;
+    const bool sameBatch = !request.ubatchTokens || *request.ubatchTokens == cal.ubatchTokens ||
+                           calibrationScope(request, cal).first != CalibrationScope::Whole;
+    if (!sameBatch) {
+        request.measured.source = "calibration " + cal.name() + " (" + saved->file.filename().string() +
+                                  ") not applied: it was measured at a micro-batch of " + std::to_string(cal.ubatchTokens) +
+                                  " tokens, this plan asks for " + std::to_string(*request.ubatchTokens);
+        return request;
+    }
+    return withCalibration(std::move(request), cal);
+}
+
+tl::expected<std::filesystem::path, std::string> saveCalibration(const LogComparison& comparison,
+                                                                 const std::filesystem::path& userProfilesDir,
+                                                                 const std::filesystem::path& file)
+{
+    if (!comparison.saveRefusal.empty())
+        return tl::unexpected("calibration not saved (any saved one is kept as it was): " + comparison.saveRefusal);
+    if (file.empty() && userProfilesDir.empty())
+        return tl::unexpected(std::string("calibration not saved: no user profiles folder (give --user-profiles DIR or -o FILE)"));
+    const std::filesystem::path out = file.empty() ? calibrationPath(userProfilesDir, comparison.calibration) : file;
+    std::error_code ec;
+    if (out.has_parent_path())
+        std::filesystem::create_directories(out.parent_path(), ec);
+    if (auto w = writeFileAtomically(out, calibrationToJson(comparison.calibration)); !w)
+        return tl::unexpected(w.error());
+    return out;
 }
 
 std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& c)
 {
-    std::string card;
-    for (char ch : c.cardId)
-        card += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
-    return userProfilesDir / "calibrations" / (card + "." + c.engine + ".json");
+    const std::string engine = c.engine + (c.engineVersion.empty() ? std::string() : "@" + c.engineVersion);
+    return userProfilesDir / "calibrations" /
+           (fileNamePart(c.cardId) + "." + fileNamePart(engine) + "." + fileNamePart(c.modelId) + ".json");
 }
 
 } // namespace headroom

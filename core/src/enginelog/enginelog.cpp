@@ -7,8 +7,15 @@
 #include "enginelogshared.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <set>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace headroom {
 
@@ -335,11 +342,68 @@ std::string EngineLog::summary() const
     return s;
 }
 
+tl::expected<std::string, EngineLogError> readEngineLogPipe(int fd, const std::string& name, const EngineLogLimits& limits)
+{
+    // Non-blocking reads under poll(2): each wait is bounded, EOF is read() == 0.
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        const int timeout = static_cast<int>(std::min<std::uint64_t>(limits.pipeIdleTimeoutMs, 24ull * 3600 * 1000));
+        const int ready = ::poll(&p, 1, timeout);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready < 0)
+            return tl::unexpected(EngineLogError{"cannot read " + name + ": " + std::strerror(errno)});
+        if (ready == 0)
+            return tl::unexpected(EngineLogError{
+                name + ": no data for " + std::to_string(limits.pipeIdleTimeoutMs / 1000) + " s after " + std::to_string(text.size()) +
+                " bytes, and the writer has not closed it: a pipe is read to its end (give the log as a file, or close the "
+                "writer: `kubectl logs` without -f)"});
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            continue;
+        if (n < 0)
+            return tl::unexpected(EngineLogError{"cannot read " + name + ": " + std::strerror(errno)});
+        if (n == 0)
+            break;
+        text.append(buf, static_cast<std::size_t>(n));
+        if (text.size() > limits.maxBytes)
+            return tl::unexpected(EngineLogError{name + ": more than the " + std::to_string(limits.maxBytes) +
+                                                 " bytes a start-up log needs: cut it to the start-up"});
+    }
+    if (flags >= 0)
+        ::fcntl(fd, F_SETFL, flags);
+    return text;
+}
+
 tl::expected<std::string, EngineLogError> readEngineLogFile(const std::filesystem::path& path, const EngineLogLimits& limits)
 {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+        // A pipe: `log <(cmd)` (/dev/fd/N) or a FIFO. Opened without blocking (no writer yet is no
+        // hang), then read to its end, bounded in size and in idle time.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+            return tl::unexpected(EngineLogError{"cannot read " + path.string() + ": " + std::strerror(errno)});
+        struct stat opened {};
+        if (::fstat(fd, &opened) != 0 || !S_ISFIFO(opened.st_mode)) {
+            ::close(fd);
+            return tl::unexpected(EngineLogError{"cannot read " + path.string() + ": it changed while it was opened"});
+        }
+        auto text = readEngineLogPipe(fd, path.string(), limits);
+        ::close(fd);
+        return text;
+    }
     auto file = RegularFile::open(path);
     if (!file)
-        return tl::unexpected(EngineLogError{"cannot read " + path.string() + ": " + file.error().message});
+        return tl::unexpected(EngineLogError{"cannot read " + path.string() + ": " + file.error().message +
+                                             (file.error().message.find("not a regular file") != std::string::npos
+                                                  ? " (a log is read from a regular file or a pipe)"
+                                                  : "")});
     if (file->sizeBytes() > limits.maxBytes)
         return tl::unexpected(EngineLogError{path.string() + ": " + std::to_string(file->sizeBytes()) + " bytes, more than the " +
                                              std::to_string(limits.maxBytes) + " a start-up log needs: cut it to the start-up"});

@@ -62,6 +62,9 @@ public:
     /// What the lines imply about the engine's generation ("V1").
     void generation(const std::string& g) { if (m_log.generation.empty()) m_log.generation = g; }
 
+    /// True while the lines continue a command line that ended with a backslash.
+    bool commandContinues = false;
+
 private:
     EngineLog m_log;
     std::size_t m_lineNo = 0;

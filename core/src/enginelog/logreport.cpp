@@ -133,18 +133,50 @@ std::vector<std::string> calibrationLinesOf(const LogCalibration& cal)
     return out;
 }
 
+/// True when the request's engine settings give a context (max-model-len, ctx-size, ...).
+bool contextGiven(const PlanRequest& r)
+{
+    for (const EngineSetting& s : r.engineSettings)
+        for (const char* k : {"max-model-len", "max_model_len", "context-length", "ctx-size", "c", "num_ctx", "max_seq_len",
+                              "max-total-tokens"})
+            if (s.key == k || s.key == std::string("--") + k)
+                return true;
+    return false;
+}
+
 LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, const LogReportOptions& o)
 {
     LogWhatFits w;
     const LogCalibration& cal = cmp.calibration;
-    w.contextTokens = o.contextTokens.value_or(std::max<std::uint64_t>(cmp.calibrated.contextTokens * 4, 4096));
     w.users = o.users.value_or(16);
+    // The context asked: given, else 4 x the log's own (a longer context on the same card), never
+    // past the model's trained context; a log that prints no context ran at the engine's default
+    // (the plan's context: the trained context for vLLM, SGLang, TensorRT-LLM), and that is asked.
+    const std::uint64_t trained = request.model.architecture ? request.model.architecture->contextLength : 0;
+    const bool logContext = request.contextTokens.has_value() || contextGiven(request);
+    const std::uint64_t own = cmp.calibrated.contextTokens;
+    std::string contextWhy;
+    if (o.contextTokens) {
+        w.contextTokens = *o.contextTokens;
+    } else if (logContext) {
+        w.contextTokens = std::max<std::uint64_t>(own * 4, 4096);
+        if (trained > 0 && w.contextTokens > trained) {
+            w.contextTokens = std::max(trained, own);
+            contextWhy = " (4 x the log's " + formatThousands(own) + ", capped at the model's trained context)";
+        } else {
+            contextWhy = " (4 x the log's " + formatThousands(own) + "; give --context)";
+        }
+    } else {
+        w.contextTokens = own > 0 ? own : std::max<std::uint64_t>(trained, 4096);
+        contextWhy = " (the log prints no context: the engine's default, the model's trained context " + formatThousands(trained) +
+                     "; give --context)";
+    }
     w.fractionFlag = memoryFractionFlag(request.engine.kind);
     w.leaveFreeBytes = o.leaveFreeBytes;
     const std::string ctx = formatThousands(w.contextTokens);
     if (auto at = calibratedAt(request, cal, w.contextTokens, w.users)) {
         w.plan = *at;
-        std::string line = "at context " + ctx + " and " + std::to_string(w.users) + " users: ";
+        std::string line = "at context " + ctx + contextWhy + " and " + std::to_string(w.users) + " users: ";
         if (at->kvBlocks > 0)
             line += formatThousands(at->kvBlocks) + " blocks (" + formatThousands(at->kvBlocks * at->paging.blockTokens) + " tokens), ";
         else
@@ -196,7 +228,7 @@ std::string memoryFractionFlag(EngineKind kind)
 }
 
 tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, const LogReportOptions& o, const ProfileSet& profiles,
-                                                      std::vector<std::string>* notes)
+                                                      std::vector<std::string>* notes, std::vector<std::string>* fromLog)
 {
     PlanRequest r;
     auto engine = resolveEngine(engineProfileId(log), profiles);
@@ -216,6 +248,20 @@ tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, cons
                                         : "a version headroom has no rules for (" + versioned.error() + ")") +
                              ": compared with the rules of " + engine->name + " " + engine->version +
                              "; the lines listed above were understood.");
+    } else if (!o.engineVersion.empty()) {
+        auto given = resolveEngine(engineProfileId(log) + "@" + o.engineVersion, profiles);
+        if (!given)
+            return tl::unexpected("--engine-version " + o.engineVersion + ": " + given.error());
+        engine = std::move(given);
+    } else if (!log.impliedVersion.empty()) {
+        // No version printed, but the lines say which release's rules apply (TensorRT-LLM's C++
+        // runtime lines are 0.x's; "Using N tokens in paged KV cache" is 0.8's or older).
+        if (auto implied = resolveEngine(engineProfileId(log) + "@" + log.impliedVersion, profiles)) {
+            engine = std::move(implied);
+            if (notes)
+                notes->push_back("No version printed: the lines are " + log.generation + "'s, so the plan applies the rules of " +
+                                 engine->name + " at " + log.impliedVersion + ".");
+        }
     }
     r.engine = *engine;
     if (o.modelProfile) {
@@ -243,8 +289,9 @@ tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, cons
     r.format = *format;
     std::string kv = o.kvDtype;
     if (kv.empty())
-        if (auto it = log.settings.find("kv-cache-dtype"); it != log.settings.end() && it->second.starts_with("fp8"))
-            kv = "fp8";
+        for (const char* key : {"kv-cache-dtype", "kv_cache_dtype"})
+            if (auto it = log.settings.find(key); it != log.settings.end() && it->second.starts_with("fp8"))
+                kv = "fp8";
     auto kvDtype = resolveKvDtype(kv);
     if (!kvDtype)
         return tl::unexpected(kvDtype.error());
@@ -261,7 +308,15 @@ tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, cons
     } else {
         return tl::unexpected(std::string("the log prints no card total: give the card with -c (a profile id or a size)"));
     }
-    applyLogSettings(log, r);
+    // Given settings first, so that the log's reading of the same setting yields to them.
+    r.engineSettings = o.settings;
+    std::vector<std::string> applied = applyLogSettings(log, r);
+    if (o.tensorParallel)
+        r.tensorParallel = *o.tensorParallel;
+    if (o.pipelineParallel)
+        r.pipelineParallel = *o.pipelineParallel;
+    if (fromLog)
+        *fromLog = std::move(applied);
     return r;
 }
 
@@ -277,7 +332,8 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
             Stage::Engine, log->summary() + " Expected the start-up lines of vLLM, SGLang, TGI, TensorRT-LLM, llama.cpp or Ollama.",
             log->summary(), log->warnings});
     std::vector<std::string> requestNotes;
-    auto request = logPlanRequest(*log, options, profiles, &requestNotes);
+    std::vector<std::string> fromLog;
+    auto request = logPlanRequest(*log, options, profiles, &requestNotes, &fromLog);
     if (!request)
         return tl::unexpected(LogReportError{Stage::Request, request.error(), log->summary(), log->warnings});
     auto cmp = compareWithLog(*log, *request, logName, std::string(text));
@@ -286,6 +342,32 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
 
     LogReport report;
     report.headerLines = headerLinesOf(*log);
+    report.settingsFromLog = fromLog;
+    if (!options.engineVersion.empty() && log->version.empty())
+        report.settingsGiven.push_back("--engine-version " + options.engineVersion);
+    if (options.tensorParallel)
+        report.settingsGiven.push_back("--tp " + std::to_string(*options.tensorParallel));
+    if (options.pipelineParallel)
+        report.settingsGiven.push_back("--pp " + std::to_string(*options.pipelineParallel));
+    for (const EngineSetting& s : options.settings)
+        report.settingsGiven.push_back(s.key + "=" + s.value);
+    report.settingsAssumed = assumedSettings(cmp->predicted, *request, fromLog);
+    // The TP size a log does not print is the figure most often wrong: say how to give it.
+    for (std::string& a : report.settingsAssumed)
+        for (const char* tp : {"tensor-parallel-size=", "tp-size=", "tp_size=", "num-shard="})
+            if (a.starts_with(tp) && !options.tensorParallel)
+                a += " (the log prints no TP size: give --tp N if it ran on more GPUs)";
+    const auto joined = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const std::string& x : v)
+            out += (out.empty() ? "" : ", ") + x;
+        return out;
+    };
+    report.headerLines.push_back("Read from the log: " + (fromLog.empty() ? std::string("no setting") : joined(fromLog)));
+    if (!report.settingsGiven.empty())
+        report.headerLines.push_back("Given: " + joined(report.settingsGiven));
+    if (!report.settingsAssumed.empty())
+        report.headerLines.push_back("Assumed (neither printed nor given; the engine's defaults): " + joined(report.settingsAssumed));
     report.headerLines.insert(report.headerLines.end(), requestNotes.begin(), requestNotes.end());
     for (const LogTerm& t : log->terms)
         report.terms.push_back({t.name, t.device.empty() ? t.rank : t.device, t.printed, std::to_string(t.line)});

@@ -16,8 +16,13 @@
 /// micro-batch is asked for. Weights the plan prices differently from the log are part of the
 /// calibrated residual, and the comparison shows them.
 ///
-/// A calibration is saved as a profile overlay (JSON, schema_version 1) named after the card
-/// and the engine, and every plan that uses it names it in its notes.
+/// A calibration is saved as a profile overlay (JSON, schema_version 1) keyed by the card (its
+/// total memory: a profile id and the same card given as a size match), the engine (and its
+/// version when both sides know it) and the model, and every plan that uses it names it in its
+/// notes. The model's terms (activation peak, CUDA graphs, a fitted runtime) hold for the model
+/// that was measured only; a plan of another model (or another engine version) on that card takes
+/// the model-independent terms alone (the non-torch memory / CUDA context the log printed, the
+/// card's free memory for the engines that size from it) and says so.
 
 #include "headroom/core/enginelog/enginelog.h"
 #include "headroom/core/plan.h"
@@ -27,6 +32,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headroom {
@@ -58,9 +64,22 @@ struct LogCalibration {
     std::string logName;              ///< file name of the log
     std::string logHash;              ///< FNV-1a 64 of the log text (16 hex digits)
     std::uint64_t ubatchTokens = 0;   ///< the micro-batch the activation peak was measured at
-    MeasuredOverheads measured;       ///< the overlay applied to plans
+    MeasuredOverheads measured;       ///< the overlay applied to plans of the same model
+    std::optional<Bytes> nonTorchBytes; ///< model-independent: the non-torch memory the log printed (vLLM non_torch_memory)
+    std::optional<Bytes> cardFreeBytes; ///< model-independent: the card's free memory before the engine loaded (llama.cpp, Ollama)
     std::string name() const;         ///< "vllm on 79.19GiB from serve.log (a1b2...)", for plan notes
 };
+
+/// How much of a calibration applies to a plan.
+enum class CalibrationScope {
+    Whole,            ///< the same card, engine (version) and model: every measured term
+    ModelIndependent, ///< the same card and engine, another model or version: non-torch and free memory only
+    None,             ///< another card or engine: nothing
+};
+/// The scope of @p calibration for @p request (card by total bytes, equal to the 0.01 GiB engines
+/// print totals to; engine kind; engine version when both are known; model id), and why, in a
+/// sentence for the plan's notes.
+std::pair<CalibrationScope, std::string> calibrationScope(const PlanRequest& request, const LogCalibration& calibration);
 
 /// The whole comparison of a log with the plan for its settings.
 struct LogComparison {
@@ -71,6 +90,9 @@ struct LogComparison {
     std::optional<KvFigureComparison> kvFigure;  ///< absent when the log printed no KV figure
     LogCalibration calibration;       ///< what to save
     std::vector<std::string> notes;   ///< what could not be calibrated, and why
+    /// Empty when the calibration may be saved; else why not (no KV figure fitted, the fit missed
+    /// the printed figure, nothing measured): a failed analysis is never saved.
+    std::string saveRefusal;
 };
 
 /// The engine profile id of a log's engine ("vllm" -> "vllm"), as profiles/engines names them.
@@ -81,8 +103,15 @@ std::string engineProfileId(const EngineLog& log);
 /// max-model-len / context-length / n_ctx_seq / -c -> context; max-num-batched-tokens /
 /// chunked-prefill-size / n_ubatch -> micro-batch; tensor-parallel-size / tp -> TP;
 /// pipeline-parallel-size -> PP; n_seq_max / OLLAMA_NUM_PARALLEL / --parallel -> users;
-/// block-size / tokens_per_block -> block. Returns the keys it applied.
+/// block-size / tokens_per_block -> block. Any other numeric setting the engine unit declares
+/// (TensorRT-LLM max_batch_size, vLLM max-num-seqs, ...) and the request does not give goes to
+/// PlanRequest::engineSettings in its canonical spelling. Returns the KEY=VALUE it applied.
 std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& request);
+
+/// The engine settings of @p plan that neither the log (@p fromLog: applyLogSettings' KEY=VALUE)
+/// nor @p request (its engineSettings) gave, as KEY=VALUE: the defaults the plan assumed. A
+/// setting counts as given when any spelling of the same generic field was (n_ctx_seq gives ctx-size).
+std::vector<std::string> assumedSettings(const PlanResult& plan, const PlanRequest& request, const std::vector<std::string>& fromLog);
 
 /// Compares @p log with the plan of @p request (already holding the log's settings) and
 /// calibrates. Errors: the plan cannot be made, or the log carries no figure to compare.
@@ -90,8 +119,8 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
                                                         const std::string& logName, const std::string& logText);
 
 /// @p request with the calibration's measured overheads (and its micro-batch when the request
-/// asks for none); MeasuredOverheads::source names the calibration, so every plan made from it
-/// says so in its notes.
+/// asks for none) as far as calibrationScope allows; MeasuredOverheads::source names the
+/// calibration and the scope, so every plan made from it says so in its notes.
 PlanRequest withCalibration(PlanRequest request, const LogCalibration& calibration);
 /// makePlan of withCalibration, with the calibration named in the notes.
 tl::expected<PlanResult, std::string> makeCalibratedPlan(const PlanRequest& request, const LogCalibration& calibration);
@@ -120,20 +149,37 @@ tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& re
 std::string calibrationToJson(const LogCalibration& calibration);
 /// Reads a calibration; errors name the file, the key and the versions.
 tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string& text, const std::string& fileName);
-/// The calibration saved for @p card under @p engine in @p userProfilesDir (calibrationPath), if
-/// any and if it was measured on a card of the same total; errors name the file.
-tl::expected<std::optional<LogCalibration>, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,
-                                                                            const Card& card, const std::string& engine);
-/// @p request with the calibration saved for its card and engine in @p userProfilesDir
-/// (findSavedCalibration) when it was measured at the request's micro-batch (or the request asks
-/// for none); unchanged for a flat reserve, without a saved calibration, or at another
-/// micro-batch (a measured peak holds at its own micro-batch only). Every face plans through
-/// this, so a saved calibration is used, and named, everywhere. Errors: the saved file is unreadable.
+/// The best saved calibration for @p request in @p userProfilesDir/calibrations: of the files of
+/// the request's engine measured on a card of the same total bytes (whatever the card was called:
+/// "h100-sxm" and "79.19GiB" of the same total match), the one of the same model, else one of
+/// another model (calibrationScope ModelIndependent). At most 256 files are read; an unreadable
+/// one is an error naming it.
+struct SavedCalibration {
+    std::optional<LogCalibration> calibration; ///< the one that applies, if any
+    std::filesystem::path file;                ///< its file
+    std::string why;                           ///< when none applies but some exist: why none matched
+};
+tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,
+                                                                 const PlanRequest& request);
+/// @p request with the calibration findSavedCalibration picks, when it was measured at the
+/// request's micro-batch (or the request asks for none); unchanged for a flat reserve or without a
+/// saved calibration. When calibrations of the engine exist but none applies (another card total,
+/// another micro-batch), MeasuredOverheads::source says why, so the plan's notes name it. Every
+/// face plans through this, so a saved calibration is used, and named, everywhere. Errors: a saved
+/// file is unreadable.
 tl::expected<PlanRequest, std::string> applySavedCalibration(PlanRequest request, const std::filesystem::path& userProfilesDir);
+/// Saves @p comparison's calibration to @p file (atomically: the old file stays whole until the new
+/// one replaces it), or, with an empty @p file, to calibrationPath in @p userProfilesDir. Refused,
+/// leaving any saved calibration as it was, when the comparison's saveRefusal is set. Returns the
+/// path written.
+tl::expected<std::filesystem::path, std::string> saveCalibration(const LogComparison& comparison,
+                                                                 const std::filesystem::path& userProfilesDir,
+                                                                 const std::filesystem::path& file = {});
 /// Reads a calibration file (at most 1 MiB).
 tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem::path& file);
 
-/// The overlay file name for a calibration: "calibrations/<card>.<engine>.json" below a profiles folder.
+/// The overlay file name for a calibration: "calibrations/<card>.<engine>[@<version>].<model>.json"
+/// below a profiles folder (characters other than letters, digits, '-', '.' and '@' spelled '_').
 std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& calibration);
 
 } // namespace headroom

@@ -23,7 +23,9 @@
 /// - TGI router: "Setting max batch total tokens to N", "Using default cuda graphs [...]".
 /// - TensorRT-LLM: "Memory usage when calculating max tokens in paged kv cache: total: X GiB,
 ///   available: Y GiB", "Number of blocks in KV cache primary pool: N", "Using N tokens in paged KV
-///   cache", "Allocate N bytes for k/v cache", "TensorRT-LLM version: V".
+///   cache", "Allocate N bytes for k/v cache", "Number of tokens per block: N.", "TensorRT-LLM
+///   version: V"; settings from `trtllm-build` and `examples/*/build.py` command lines (with
+///   backslash continuation lines) and KV_CACHE_FREE_GPU_MEM_FRACTION=F.
 /// - llama.cpp: "NAME model|KV|compute|output|RS buffer size = X MiB" per device, "KV self size",
 ///   "llama_kv_cache: size = X MiB (N cells, ...)", "n_ctx", "n_ctx_seq", "n_batch", "n_ubatch",
 ///   "n_seq_max", "using device CUDA0 (...) - N MiB free", "build: N", and `--fit`'s
@@ -57,6 +59,9 @@ struct EngineLogLimits {
     std::uint64_t maxBytes = 64ull << 20;  ///< larger input is refused (start-up logs are < 1 MiB)
     std::uint64_t maxLines = 1'000'000;    ///< lines past this are not read (a warning says so)
     std::uint64_t maxLineBytes = 16384;    ///< longer lines are cut (a warning says so)
+    /// A pipe (standard input, `<(cmd)`, a FIFO) is read to its end; when no byte arrives for this
+    /// long (a writer that never writes nor closes) the read stops with an error, never a hang.
+    std::uint64_t pipeIdleTimeoutMs = 30000;
 };
 
 /// What a term measures.
@@ -78,6 +83,10 @@ struct EngineLog {
     std::string engine;              ///< "vllm", "sglang", "tgi", "tensorrt-llm", "llama.cpp", "ollama"; empty when unknown
     std::string version;             ///< as printed ("0.19.0", "b2400"), or empty
     std::string generation;          ///< what the lines imply when no version is printed ("V1", "V0 (0.6.x)")
+    /// The version whose rules the lines imply when none is printed, for the plan ("0.8": TensorRT-LLM's
+    /// C++ runtime printed "Using N tokens in paged KV cache" up to 0.8; "0.13": its C++ runtime's
+    /// later lines, the 0.x rules); empty when the lines imply none.
+    std::string impliedVersion;
     std::optional<Bytes> cardTotalBytes; ///< the device total the engine printed
     std::optional<Bytes> cardFreeBytes;  ///< free memory before the engine loaded anything
     std::vector<std::string> devices;    ///< device names printed ("NVIDIA GeForce RTX 4090")
@@ -111,9 +120,16 @@ std::string engineDisplayName(std::string_view engine);
 /// nothing understood parses with an empty engine.
 tl::expected<EngineLog, EngineLogError> parseEngineLog(std::string_view text, const EngineLogLimits& limits = {});
 
-/// The text of the log file @p path: a regular file opened once (importers/regularfile.h: a FIFO,
-/// a device or a socket is refused, never read), at most limits.maxBytes. Errors name the file.
+/// The text of the log file @p path, at most limits.maxBytes: a regular file opened once
+/// (importers/regularfile.h), or a pipe (a FIFO, `headroom-cli log <(kubectl logs ...)`), read as
+/// readEngineLogPipe reads it. A device, a socket or a folder is refused, never read. Errors name the file.
 tl::expected<std::string, EngineLogError> readEngineLogFile(const std::filesystem::path& path, const EngineLogLimits& limits = {});
+
+/// The text of the pipe @p fd (standard input, a FIFO) read to its end: at most limits.maxBytes
+/// (one more byte is an error: "more than ... a start-up log needs"), and no more than
+/// limits.pipeIdleTimeoutMs without a byte (a writer that neither writes nor closes: an error
+/// naming @p name and the wait, never a hang). A FIFO without a writer waits for one as long.
+tl::expected<std::string, EngineLogError> readEngineLogPipe(int fd, const std::string& name, const EngineLogLimits& limits = {});
 
 /// The text of a log with ANSI escape sequences removed (CSI `ESC [ ... final` and OSC
 /// `ESC ] ... BEL|ESC \`), for display and for the parser.

@@ -36,7 +36,16 @@ struct LogReportOptions {
     std::string kvDtype;                       ///< KV dtype id; empty: fp16, fp8 when the log says kv-cache-dtype fp8*
     std::string card;                          ///< a card profile id or a size; empty: the total the log printed
     std::optional<Card> cardProfile;           ///< a card already chosen (the app's card list); wins over `card`
-    std::optional<std::uint64_t> contextTokens; ///< what-fits context per user; default max(4 x the log's context, 4096)
+    std::string engineVersion;                 ///< --engine-version: the version whose rules apply when the log prints none
+    std::optional<std::uint32_t> tensorParallel; ///< --tp: the TP size, for logs that do not print it; wins over the log's
+    std::optional<std::uint32_t> pipelineParallel; ///< --pp, likewise
+    /// --set KEY=VALUE: settings the log does not print, in the engine's own spelling (engines/settings.h);
+    /// they win over the log's own reading of the same setting.
+    std::vector<EngineSetting> settings;
+    /// What-fits context per user; default: 4 x the log's context capped at the model's trained
+    /// context, or, when the log prints no context, the context the plan for the log's settings
+    /// uses (the engine's own default: the model's trained context for vLLM, SGLang, TensorRT-LLM).
+    std::optional<std::uint64_t> contextTokens;
     std::optional<std::uint64_t> users;        ///< what-fits users; default 16
     Bytes leaveFreeBytes{2ull << 30};          ///< memory to leave free for the largest memory fraction
 };
@@ -92,6 +101,9 @@ struct LogReport {
     PlanRequest request;                        ///< the plan request for the log's own settings
     LogComparison comparison;                   ///< predicted vs measured, and the calibration
     std::vector<std::string> headerLines;       ///< the summary, the card, the settings, how the model was chosen
+    std::vector<std::string> settingsFromLog;   ///< KEY=VALUE the plan took from the log (its own spelling)
+    std::vector<std::string> settingsGiven;     ///< --tp N, KEY=VALUE given by the face (LogReportOptions)
+    std::vector<std::string> settingsAssumed;   ///< KEY=VALUE neither gave: the engine's defaults the plan applied
     std::vector<LogTermRow> terms;              ///< every measured term, in log order
     std::string comparisonTitle;                ///< "the plan for these settings: MODEL, FORMAT weights, KV KV, ENGINE"
     std::vector<LogComponentRow> components;    ///< predicted against measured, per component
@@ -106,8 +118,11 @@ struct LogReport {
 /// (offline, not in a hub cache) falls back to the profile of its base model, by name
 /// ("meta-llama/Llama-3.1-8B-Instruct" -> llama-3.1-8b), and a sentence saying so goes to
 /// @p notes. Errors say what to give (-m, -c).
+/// The engine's rules are those of the version the log printed, else of the version its lines
+/// imply (EngineLog::impliedVersion). @p fromLog receives the settings applyLogSettings took.
 tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, const LogReportOptions& options,
-                                                      const ProfileSet& profiles, std::vector<std::string>* notes = nullptr);
+                                                      const ProfileSet& profiles, std::vector<std::string>* notes = nullptr,
+                                                      std::vector<std::string>* fromLog = nullptr);
 
 /// Parses @p text, plans, compares, calibrates and answers the what-fits (see the file comment).
 /// @p logName names the log in the calibration ("serve.log", "stdin").
