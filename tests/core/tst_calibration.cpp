@@ -298,22 +298,6 @@ TEST_CASE("llama.cpp and Ollama corpus logs: the plan for the log's own context 
 
 namespace {
 
-/// The plan's value of a KV figure the log printed: the engine unit's own figure of that name,
-/// else from the pool (as calibration.cpp and the corpus harness read them).
-std::uint64_t plannedFigure(const PlanResult& p, const std::string& name)
-{
-    for (const EngineFigure& f : p.engineFigures)
-        if (f.name == name)
-            return static_cast<std::uint64_t>(std::llround(f.value));
-    if (name == "num_gpu_blocks" || name == "kv_blocks")
-        return p.kvBlocks;
-    if (name == "kv_cache_tokens")
-        return p.kvBlocks * p.paging.blockTokens;
-    if (name == "available_kv_cache")
-        return p.kvBudgetBytes.value;
-    return p.maxResidentTokens;
-}
-
 /// What a user gives `headroom-cli log` for a corpus case: the model, formats and card the log
 /// does not name (-m, -w, --kv-dtype, -c), the TP/PP size (--tp, --pp) and the engine settings
 /// of the case the log does not print (--set, only keys the engine unit declares).
@@ -386,7 +370,7 @@ TEST_CASE("every corpus log: log -> calibration -> plan for the log's own settin
         const KvFigureComparison& f = *report->comparison.kvFigure;
         auto plan = makeCalibratedPlan(report->request, *back);
         REQUIRE(plan);
-        const std::uint64_t got = plannedFigure(*plan, f.name);
+        const std::uint64_t got = plannedKvFigure(*plan, f.name);
         INFO(f.name << ": the log " << f.printed << ", uncalibrated " << f.predicted << ", calibrated " << f.calibrated
                     << ", the plan from the saved calibration " << got);
         CHECK(f.calibrated == f.printed);

@@ -165,23 +165,6 @@ std::optional<KvTarget> kvTarget(const EngineLog& log)
     return std::nullopt;
 }
 
-/// The plan's value of a KV figure: the engine unit's own figure of that name when it prints one
-/// (TensorRT-LLM up to 0.8 prints its tokens before block rounding, engines/tensorrtllm.cpp), else
-/// from the pool (the corpus harness maps them the same way).
-std::uint64_t planned(const PlanResult& p, const std::string& name)
-{
-    for (const EngineFigure& f : p.engineFigures)
-        if (f.name == name && f.value >= 0 && f.value < 1e18)
-            return static_cast<std::uint64_t>(std::llround(f.value));
-    if (name == "num_gpu_blocks" || name == "kv_blocks")
-        return p.kvBlocks;
-    if (name == "kv_cache_tokens")
-        return p.kvBlocks * p.paging.blockTokens;
-    if (name == "available_kv_cache")
-        return p.kvBudgetBytes.value;
-    return p.maxResidentTokens;
-}
-
 /// Bytes of KV budget one unit of the figure stands for.
 double unitBytes(const PlanResult& p, const std::string& name)
 {
@@ -194,7 +177,7 @@ double unitBytes(const PlanResult& p, const std::string& name)
     // vLLM's hybrid KV cache groups (engines/vllm.cpp) price padding layers: a token then stands
     // for more budget than kv_bytes_per_token. Take the plan's own ratio when the budget exceeds
     // the figure's bytes by more than the flooring to whole blocks can leave (two blocks).
-    const double figure = static_cast<double>(planned(p, name));
+    const double figure = static_cast<double>(plannedKvFigure(p, name));
     const double budget = static_cast<double>(p.kvBudgetBytes.value);
     if (figure > 0 && budget - figure * unit > 2 * bpt * block)
         return budget / figure;
@@ -308,6 +291,20 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
 }
 
 } // namespace
+
+std::uint64_t plannedKvFigure(const PlanResult& p, const std::string& name)
+{
+    for (const EngineFigure& f : p.engineFigures)
+        if (f.name == name && f.value >= 0 && f.value < 1e18)
+            return static_cast<std::uint64_t>(std::llround(f.value));
+    if (name == "num_gpu_blocks" || name == "kv_blocks")
+        return p.kvBlocks;
+    if (name == "kv_cache_tokens")
+        return p.kvBlocks * p.paging.blockTokens;
+    if (name == "available_kv_cache")
+        return p.kvBudgetBytes.value;
+    return p.maxResidentTokens;
+}
 
 std::string LogCalibration::name() const
 {
@@ -449,7 +446,7 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
             if (!again)
                 return tl::unexpected(again.error());
             p = *again;
-            if (planned(p, target->name) == target->printed) {
+            if (plannedKvFigure(p, target->name) == target->printed) {
                 exact = true;
                 break;
             }
@@ -460,9 +457,9 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
             cal.measured.activationPeakBytes = toBytes(act);
         else
             cal.measured.runtimeBytes = toBytes(act);
-        out.kvFigure = KvFigureComparison{target->name, target->printed, planned(out.predicted, target->name), planned(p, target->name)};
+        out.kvFigure = KvFigureComparison{target->name, target->printed, plannedKvFigure(out.predicted, target->name), plannedKvFigure(p, target->name)};
         if (!exact) {
-            const std::uint64_t got = planned(p, target->name);
+            const std::uint64_t got = plannedKvFigure(p, target->name);
             out.notes.push_back("the calibrated plan gives " + std::to_string(got) + " for " + target->name + ", the log " +
                                 std::to_string(target->printed) + " (the plan counts whole blocks of " +
                                 std::to_string(p.paging.blockTokens) + " tokens)");

@@ -95,6 +95,13 @@ struct LogComparison {
     std::string saveRefusal;
 };
 
+/// The plan's value of the KV figure @p name a log prints ("kv_cache_tokens", "num_gpu_blocks",
+/// "max_total_num_tokens", "max_batch_total_tokens", "max_kv_tokens", "kv_blocks",
+/// "available_kv_cache"): the engine unit's own figure of that name when it has one (TensorRT-LLM
+/// up to 0.8 prints its tokens before block rounding, engines/tensorrtllm.cpp), else from the
+/// pool: blocks, blocks x block tokens, the budget bytes, or the resident tokens.
+std::uint64_t plannedKvFigure(const PlanResult& plan, const std::string& name);
+
 /// The engine profile id of a log's engine ("vllm" -> "vllm"), as profiles/engines names them.
 std::string engineProfileId(const EngineLog& log);
 
