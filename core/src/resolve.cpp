@@ -7,7 +7,9 @@
 #include "headroom/core/stores/localstores.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <utility>
 
 namespace headroom {
 
@@ -44,17 +46,68 @@ ModelProfile modelProfileFromImport(const ImportedModel& m)
 
 namespace {
 
+/// "ORG/NAME[@REV]:TAG" split into the repo part and the GGUF preset after ':' (llama.cpp -hf's
+/// spelling); the tag is empty when there is none.
+std::pair<std::string, std::string> splitGgufTag(const std::string& arg)
+{
+    const auto slash = arg.rfind('/');
+    const auto colon = arg.rfind(':');
+    if (colon == std::string::npos || slash == std::string::npos || colon < slash || arg.starts_with("http"))
+        return {arg, ""};
+    return {arg.substr(0, colon), arg.substr(colon + 1)};
+}
+
+/// The GGUF of @p snapshot that llama.cpp -hf REPO:TAG would load (pickHubGguf over the
+/// snapshot's .gguf files, repo-relative, sorted), imported; an error names the snapshot, the
+/// tag and the files there are.
+tl::expected<ModelProfile, std::string> hubCacheGguf(const RepoId& repo, const std::filesystem::path& snapshot, const std::string& tag)
+{
+    std::vector<std::string> paths;
+    std::error_code ec;
+    for (std::filesystem::recursive_directory_iterator it(snapshot, ec), end; !ec && it != end && paths.size() < kRemoteMaxListedFiles;
+         it.increment(ec)) {
+        if (it.depth() > 4)
+            it.disable_recursion_pending();
+        if (it->path().extension() == ".gguf")
+            paths.push_back(std::filesystem::relative(it->path(), snapshot, ec).generic_string());
+    }
+    std::sort(paths.begin(), paths.end());
+    const auto pick = pickHubGguf(paths, tag);
+    if (!pick) {
+        std::string files;
+        for (std::size_t i = 0; i < paths.size() && i < 8; ++i)
+            files += (i ? ", " : "") + paths[i];
+        return tl::unexpected(snapshot.string() + " (" + repo.id + " in the hub cache) holds no GGUF for the preset " + tag +
+                              (paths.empty() ? std::string(": no .gguf file") : ": it has " + files));
+    }
+    auto imported = importModel(snapshot / *pick);
+    if (!imported)
+        return tl::unexpected(toString(imported.error()));
+    if (!imported->architecture)
+        return tl::unexpected((snapshot / *pick).string() + ": the file describes no model architecture");
+    ModelProfile p = modelProfileFromImport(*imported);
+    p.id = repo.id + "@" + snapshot.filename().string() + ":" + tag; // re-resolvable
+    p.name = repo.id + ":" + tag;
+    p.source = "hf-cache " + repo.id + "@" + snapshot.filename().string() + " " + *pick + " " + imported->format + " " +
+               imported->formatVersion + " " + (snapshot / *pick).string();
+    return p;
+}
+
 /// The hub-cache import of "ORG/NAME[@REV]" (or "hf://ORG/NAME[@REV]"); nullopt when @p arg is no
 /// repo id or no hub cache of the environment holds it.
 std::optional<tl::expected<ModelProfile, std::string>> resolveFromHubCache(const std::string& arg)
 {
-    const auto repo = parseRepoId(arg);
+    // ORG/NAME:TAG (a GGUF pick, as llama.cpp -hf spells it) looks in the cache first too.
+    const auto [repoArg, tag] = splitGgufTag(arg);
+    const auto repo = parseRepoId(repoArg);
     if (!repo)
         return std::nullopt;
     for (const std::filesystem::path& cache : defaultLocalStoreRoots().hubCaches) {
         const auto snapshot = findInHubCache(cache, repo->id, repo->revision);
         if (!snapshot)
             continue;
+        if (!tag.empty())
+            return hubCacheGguf(*repo, *snapshot, tag);
         auto imported = importModel(*snapshot);
         if (!imported)
             return tl::unexpected(toString(imported.error()));
@@ -70,6 +123,50 @@ std::optional<tl::expected<ModelProfile, std::string>> resolveFromHubCache(const
     return std::nullopt;
 }
 
+/// The folders Ollama keeps models in (envconfig.Models(): OLLAMA_MODELS, else ~/.ollama/models),
+/// whether they exist or not: for the error that says where it looked.
+std::vector<std::filesystem::path> ollamaStoreCandidates()
+{
+    if (const std::string v = processEnv("OLLAMA_MODELS"); !v.empty())
+        return {v};
+    if (const std::string home = processEnv("HOME"); !home.empty())
+        return {std::filesystem::path(home) / ".ollama" / "models"};
+    return {};
+}
+
+/// True when @p arg is spelled as an Ollama model name: [HOST/][NAMESPACE/]MODEL[:TAG], letters,
+/// digits, '.', '-', '_' (types/model/name.go), with a tag or without a '/'.
+bool looksLikeOllamaName(const std::string& arg)
+{
+    if (arg.empty() || arg.size() > 256 || arg.front() == '.' || arg.front() == '/' || arg.find("..") != std::string::npos)
+        return false;
+    const bool ok = std::all_of(arg.begin(), arg.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == ':' || c == '/';
+    });
+    return ok && std::count(arg.begin(), arg.end(), ':') <= 1;
+}
+
+/// The model named @p arg in the local Ollama store ("stories:260k"; "llama3.2" is
+/// "llama3.2:latest", as `ollama run` reads it); nullopt when @p arg is no Ollama name or no store
+/// holds it.
+std::optional<tl::expected<ModelProfile, std::string>> resolveFromOllama(const std::string& arg)
+{
+    if (!looksLikeOllamaName(arg))
+        return std::nullopt;
+    const std::string name = arg.find(':') == std::string::npos ? arg + ":latest" : arg;
+    for (const std::filesystem::path& store : defaultLocalStoreRoots().ollama)
+        for (const LocalModel& m : scanOllamaStore(store)) {
+            if (m.name != name && m.name != arg)
+                continue;
+            if (m.error)
+                return tl::unexpected(toString(*m.error));
+            if (auto p = localModelProfile(m))
+                return *p;
+            return tl::unexpected(m.path.string() + " (Ollama " + name + "): the model describes no architecture");
+        }
+    return std::nullopt;
+}
+
 /// "ORG/NAME[@REV]", "hf://..." or "https://.../FILE.gguf" read over HTTP (header only) by the
 /// default client; nullopt when @p arg names nothing remote.
 std::optional<tl::expected<ModelProfile, std::string>> resolveRemote(const std::string& arg)
@@ -79,7 +176,7 @@ std::optional<tl::expected<ModelProfile, std::string>> resolveRemote(const std::
         return std::nullopt;
     const auto client = defaultHttpClient();
     if (!client)
-        return tl::unexpected("'" + arg + "' is not in a local Hugging Face hub cache, and this program reads no models over HTTP");
+        return tl::unexpected("'" + arg + "' is not in a local Hugging Face hub cache, and this build has no HTTP client to read its headers over HTTP");
     auto imported = importRemoteModel(*source, *client, remoteOptionsFromEnvironment());
     if (!imported) {
         if (source->kind == RemoteSource::Kind::HubRepo)
@@ -143,8 +240,20 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
     if (!std::filesystem::exists(arg, ec)) {
         if (auto cached = resolveFromHubCache(arg))
             return *cached;
+        if (auto ollama = resolveFromOllama(arg))
+            return *ollama;
         if (auto remote = resolveRemote(arg))
             return *remote;
+        if (looksLikeOllamaName(arg) && arg.find(':') != std::string::npos) {
+            std::string looked;
+            for (const std::filesystem::path& p : ollamaStoreCandidates()) {
+                std::error_code e;
+                looked += (looked.empty() ? "" : ", ") + p.string() + (std::filesystem::is_directory(p, e) ? "" : " (absent)");
+            }
+            return tl::unexpected("unknown model '" + safeText(arg) + "': not a profile id, no such file, and no Ollama model of that "
+                                  "name in " + (looked.empty() ? std::string("any Ollama store (HOME is not set)") : looked) +
+                                  " (OLLAMA_MODELS, else ~/.ollama/models; list them with `headroom-cli models --local`)");
+        }
         if (parseRepoId(arg))
             return tl::unexpected("unknown model '" + safeText(arg) + "': not a profile id, no such file, and not in a local Hugging Face hub cache "
                                   "(HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub; list them with `headroom-cli models --local`)");

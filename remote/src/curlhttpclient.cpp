@@ -161,7 +161,12 @@ private:
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 
         const CURLcode code = curl_easy_perform(c);
-        if (code != CURLE_OK) {
+        long answered = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &answered);
+        // An error page longer than the bytes asked for (a hub's 404 "Entry not found", an
+        // HF_ENDPOINT proxy's HTML) is cut, not a transfer error: the status is the answer.
+        const bool errorPage = t.tooLarge && answered >= 400;
+        if (code != CURLE_OK && !errorPage) {
             retry = !t.tooLarge && retryableCurl(code);
             std::string what = t.tooLarge ? "the server sent more than the " + std::to_string(request.maxBodyBytes) + " bytes asked for"
                                           : std::string(errbuf[0] ? errbuf : curl_easy_strerror(code));

@@ -13,6 +13,20 @@ if(EXISTS ${_fx}/hf/Llama-2-7b-hf/config.json AND EXISTS ${_fx}/gguf/stories260K
   headroom_cli_sh_test(cli_plan_hub_cache_id
     "${_mk} ${_fx} ${_home}-3 && env -i HOME=${_home}-3 ${HEADROOM_CLI} plan -m meta-llama/Llama-2-7b-hf -c 24GiB --json"
     "\"weights_bytes\": 13476839424")
+  # An Ollama model name (issue 14 review: `-m stories:260k` was unknown) resolves through the
+  # Ollama store; a name it does not hold says where it looked.
+  headroom_cli_sh_test(cli_plan_ollama_name
+    "${_mk} ${_fx} ${_home}-4 && env -i HOME=${_home}-4 HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m stories:260k -c 8GiB --json"
+    "\"weights_bytes\": 1171200")
+  headroom_cli_sh_test(cli_plan_ollama_name_absent
+    "${_mk} ${_fx} ${_home}-5 && env -i HOME=${_home}-5 HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m stories:15m -c 8GiB 2>&1; env -i HOME=${_home}-5 OLLAMA_MODELS=/nonexistent/ollama HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m stories:260k 2>&1; echo \"exit code $?\""
+    "unknown model 'stories:15m': not a profile id, no such file, and no Ollama model of that name in [^ ]*stores-home-5/.ollama/models \\(OLLAMA_MODELS, else ~/.ollama/models.*\nheadroom-cli: unknown model 'stories:260k': .*no Ollama model of that name in /nonexistent/ollama \\(absent\\).*exit code 1")
+  # ORG/NAME:TAG (a GGUF pick as llama.cpp -hf spells it) looks in the hub cache first (review: it
+  # went straight to HTTP); HF_HUB_OFFLINE proves no request was needed.
+  set(_ggufrepo ${_home}-6/.cache/huggingface/hub/models--ggml-org--stories260K-GGUF)
+  headroom_cli_sh_test(cli_plan_hub_cache_gguf_pick
+    "${_mk} ${_fx} ${_home}-6 && mkdir -p ${_ggufrepo}/refs ${_ggufrepo}/snapshots/0123456789abcdef0123456789abcdef01234567 && printf 0123456789abcdef0123456789abcdef01234567 > ${_ggufrepo}/refs/main && cp ${_fx}/gguf/stories260K.gguf ${_ggufrepo}/snapshots/0123456789abcdef0123456789abcdef01234567/stories260K-Q8_0.gguf && cp ${_fx}/gguf/stories260K.gguf ${_ggufrepo}/snapshots/0123456789abcdef0123456789abcdef01234567/mmproj-stories260K-Q8_0.gguf && env -i HOME=${_home}-6 HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m ggml-org/stories260K-GGUF:Q8_0 -c 8GiB --json && env -i HOME=${_home}-6 HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m ggml-org/stories260K-GGUF:Q4_K_M -c 8GiB 2>&1; echo \"exit code $?\""
+    "\"model\": \"ggml-org/stories260K-GGUF@0123456789abcdef0123456789abcdef01234567:Q8_0\".*\"weights_bytes\": 1171200.*holds no GGUF for the preset Q4_K_M: it has mmproj-stories260K-Q8_0.gguf, stories260K-Q8_0.gguf.*exit code 1")
 endif()
 headroom_cli_sh_test(cli_models_local_no_stores
   "env -i HOME=/nonexistent ${HEADROOM_CLI} models --local; echo \"exit code $?\""

@@ -76,6 +76,11 @@ def build_root(root):
     shutil.copy(os.path.join(src, "config.json"), tiny)
     write_safetensors(os.path.join(tiny, "model.safetensors"),
                       [("lm_head.weight", ("F16", [32000, 4096])), ("model.embed_tokens.weight", ("F16", [32000, 4096]))])
+    # A repo with a config and no weights file: the hub answers 404 with an error page longer
+    # than the 8 bytes a header range asks for (issue 14 review: reported as an oversized body).
+    bare = os.path.join(root, "hub", "tiny", "config-only")
+    os.makedirs(bare)
+    shutil.copy(os.path.join(src, "config.json"), bare)
     os.makedirs(os.path.join(root, "files"))
     stories = os.path.join(fixtures, "gguf", "stories260K.gguf")
     shutil.copy(stories, os.path.join(root, "files"))
@@ -183,6 +188,8 @@ faults = [
     ("gated", "set HF_TOKEN", ["-m", "meta-llama/Llama-2-7b-hf"], {"HF_ENDPOINT": base + "/gated"}),
     ("missing repo", "HTTP 404", ["-m", "no-org/no-model"], {}),
     ("missing revision", "HTTP 404", ["-m", "meta-llama/Llama-2-7b-hf@v9"], {}),
+    ("missing weights", "/tiny/config-only/resolve/main/model.safetensors: HTTP 404", ["-m", "tiny/config-only"], {}),
+    ("missing file", "/files/absent.gguf: HTTP 404", ["-m", base + "/files/absent.gguf"], {}),
 ]
 for name, words, args, env in faults:
     fresh = os.path.join(scratch, "cache-" + name.replace(" ", "-"))
