@@ -1,6 +1,7 @@
 #include "enginecomparisonmodel.h"
 
 #include "formatting.h"
+#include "whatfitsmodel.h"
 
 #include <QStringList>
 
@@ -88,6 +89,9 @@ QVariant EngineComparisonModel::data(const QModelIndex& index, int role) const
     if (column == Engine) {
         if (role == Qt::DisplayRole || role == RawRole)
             return QString::fromStdString(row.policy.name);
+        // The engine's name carries the verdict's colour, as the what-fits matrix does.
+        if (role == Qt::BackgroundRole)
+            return fitColor(WhatFitsModel::fitOf(row.plan, 0));
         if (role == Qt::ToolTipRole)
             return explainPolicy(row.policy) + (row.plan ? QStringLiteral("\n") + QString::fromStdString(row.plan->reason) : QString());
         return {};
@@ -110,6 +114,14 @@ QVariant EngineComparisonModel::data(const QModelIndex& index, int role) const
         return {};
     };
     const auto countCell = [&](std::uint64_t n) -> QVariant {
+        // Capacity only for an engine that loads the plan (verdict.h): else the reason, below.
+        if (!p.verdict.loads()) {
+            if (role == Qt::DisplayRole)
+                return QStringLiteral("no");
+            if (role == Qt::ToolTipRole)
+                return QString::fromStdString(p.verdict.reason);
+            return role == RawRole ? QVariant::fromValue<quint64>(0) : QVariant();
+        }
         if (role == Qt::DisplayRole)
             return thousands(n);
         if (role == RawRole)

@@ -1,11 +1,27 @@
 #include "enginespanel.h"
 
+#include <QAbstractTextDocumentLayout>
+#include <QEvent>
 #include <QHeaderView>
+#include <QScrollBar>
+#include <QTextBlock>
+#include <QTextLayout>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTextBrowser>
 
 namespace headroom::app {
+
+namespace {
+
+// A text browser whose viewport margins can be set from outside (QAbstractScrollArea keeps it protected).
+class MarginBrowser : public QTextBrowser
+{
+public:
+    using QAbstractScrollArea::setViewportMargins;
+};
+
+} // namespace
 
 EnginesPanel::EnginesPanel(QWidget* parent) : QSplitter(Qt::Vertical, parent)
 {
@@ -28,8 +44,10 @@ EnginesPanel::EnginesPanel(QWidget* parent) : QSplitter(Qt::Vertical, parent)
     // The binding limit of each engine is in the text below (and the Engine column's tooltip).
     m_view->setColumnHidden(EngineComparisonModel::Limit, true);
     m_view->setAlternatingRowColors(true);
-    m_why = new QTextBrowser;
+    m_why = new MarginBrowser;
     m_why->setOpenLinks(false);
+    m_why->installEventFilter(this);
+    m_why->verticalScrollBar()->setSingleStep(m_why->fontMetrics().lineSpacing());
     addWidget(m_view);
     addWidget(m_why);
     setStretchFactor(0, 3);
@@ -39,21 +57,50 @@ EnginesPanel::EnginesPanel(QWidget* parent) : QSplitter(Qt::Vertical, parent)
 
 void EnginesPanel::setRows(std::vector<EngineRow> rows)
 {
-    QString why = QStringLiteral("<p>The same model, format and card under each engine's own memory rule. They differ in "
+    // Paragraphs without margins (a hanging indent for each engine) keep every line on one grid,
+    // so that fitWholeLines() can end the view on a whole line.
+    QString why = QStringLiteral("<p style=\"margin:0\">The same model, format and card under each engine's own memory rule. They differ in "
                                  "how much of the card they take (a fraction of the total, or the total less a fixed reserve), "
                                  "what they subtract before the KV cache (profiled activation peak, runtime, CUDA graphs), "
-                                 "and how they page the cache (blocks per sequence, or padded cells).</p><ul>");
+                                 "and how they page the cache (blocks per sequence, or padded cells).</p>");
     for (const EngineRow& r : rows) {
-        why += QStringLiteral("<li><b>%1</b>: %2").arg(QString::fromStdString(r.policy.name).toHtmlEscaped(), explainPolicy(r.policy).toHtmlEscaped());
+        why += QStringLiteral("<p style=\"margin:0; margin-left:14px; text-indent:-10px\">• <b>%1</b>: %2")
+                   .arg(QString::fromStdString(r.policy.name).toHtmlEscaped(), explainPolicy(r.policy).toHtmlEscaped());
         if (r.plan)
             why += QStringLiteral(". <i>%1</i>").arg(QString::fromStdString(r.plan->verdict.reason).toHtmlEscaped());
         else
             why += QStringLiteral(". <i>%1</i>").arg(QString::fromStdString(r.plan.error()).toHtmlEscaped());
-        why += QStringLiteral("</li>");
+        why += QStringLiteral("</p>");
     }
-    why += QStringLiteral("</ul>");
     m_why->setHtml(why);
+    fitWholeLines();
     m_model->setRows(std::move(rows));
+}
+
+void EnginesPanel::fitWholeLines()
+{
+    auto* browser = static_cast<MarginBrowser*>(m_why);
+    browser->setViewportMargins(0, 0, 0, 0);
+    const QTextDocument* doc = m_why->document();
+    doc->documentLayout()->documentSize(); // lays the document out at the current width
+    const double visible = m_why->contentsRect().height();
+    double lastBottom = 0;
+    for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+        const double top = doc->documentLayout()->blockBoundingRect(b).top();
+        for (int i = 0; b.layout() && i < b.layout()->lineCount(); ++i) {
+            const double bottom = top + b.layout()->lineAt(i).rect().bottom();
+            if (bottom > visible)
+                return browser->setViewportMargins(0, 0, 0, static_cast<int>(visible - lastBottom));
+            lastBottom = bottom;
+        }
+    }
+}
+
+bool EnginesPanel::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_why && event->type() == QEvent::Resize)
+        fitWholeLines();
+    return QSplitter::eventFilter(watched, event);
 }
 
 void EnginesPanel::clear()

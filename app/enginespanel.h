@@ -21,6 +21,11 @@ public:
     void clear();
     EngineComparisonModel* comparison() const { return m_model; }
     QTextBrowser* explanation() const { return m_why; }
+    /// Bottom margin that ends the explanation's view on a whole line (no half line at its edge).
+    void fitWholeLines();
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     EngineComparisonModel* m_model = nullptr;

@@ -6,19 +6,15 @@
 
 namespace headroom::cli {
 
-namespace {
-
-// CLI11 validator for sizes ("8GiB", "24GB").
 CLI::Validator sizeValidator()
 {
     return CLI::Validator(
         [](std::string& s) -> std::string {
-            return parseSize(s) ? std::string() : "expected a size such as 8GiB, 24GB or 16384MiB, got '" + s + "'";
+            const std::string problem = sizeProblem(s);
+            return problem.empty() ? problem : problem + ", got '" + s + "'";
         },
         "SIZE");
 }
-
-} // namespace
 
 void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
 {
@@ -175,12 +171,8 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                 else if (!o.offload.empty() && o.offload != "auto")
                     r.gpuLayers = static_cast<std::uint32_t>(std::stoul(o.offload));
                 r.engineSettings = settings;
-                // The engine's own settings may ask the question (max-model-len, -np): then only
-                // the users default applies, and the engine derives the context.
-                if (settings.empty())
-                    r = withQuestionDefaults(std::move(r));
-                else if (!r.users && !r.contextTokens)
-                    r.users = kDefaultUsers;
+                // The engine's own settings may answer the question (max-model-len, -np): see verdict.h.
+                r = withQuestionDefaults(std::move(r));
                 auto calibrated = applyCalibration(o, userProfilesDir, std::move(r));
                 if (!calibrated)
                     return tl::unexpected(calibrated.error());

@@ -42,6 +42,9 @@ struct PlanOptions {
 /// Registers the options on @p cmd; @p multi makes --model/--weights/--card take several values.
 void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi);
 
+/// CLI11 validator of a size option ("8GiB", "24GB", "16384MiB"): a negative size says so.
+CLI::Validator sizeValidator();
+
 /// One request per (model, format, card), in that nesting order, with the question defaults of
 /// verdict.h applied. Errors name the bad input (a --reserve the card cannot hold among them).
 tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles,

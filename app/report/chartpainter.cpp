@@ -4,6 +4,7 @@
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
+#include <QStringList>
 
 #include <algorithm>
 #include <cmath>
@@ -234,8 +235,28 @@ void drawLines(const Chart& chart, const QRectF& area, ChartCanvas& c)
     drawLegend(c, seriesNames(chart), colors, area.left() + 20, plot.bottom() + 50, area.width() - 20, false);
 }
 
+// The leading " · " parts every category shares ("Llama-3.1-8B · int4-g128 · " when only the card
+// differs): said once in the title, so that each bar's label is what tells it apart.
+QString sharedLabelPrefix(const std::vector<std::string>& categories)
+{
+    if (categories.size() < 2)
+        return {};
+    const QString sep = QStringLiteral(" · ");
+    QStringList common = QString::fromStdString(categories.front()).split(sep);
+    for (const std::string& s : categories) {
+        const QStringList parts = QString::fromStdString(s).split(sep);
+        qsizetype n = 0;
+        while (n < common.size() && n + 1 < parts.size() && common[n] == parts[n])
+            ++n;
+        common = common.mid(0, n);
+    }
+    return common.isEmpty() ? QString() : common.join(sep) + sep;
+}
+
 void drawBars(const Chart& chart, const QRectF& area, ChartCanvas& c)
 {
+    const QString prefix = sharedLabelPrefix(chart.categories);
+    const auto label = [&](std::size_t i) { return QString::fromStdString(chart.categories[i]).mid(prefix.size()); };
     double total = 0;
     for (const auto& seg : chart.segments) {
         double sum = 0;
@@ -247,8 +268,8 @@ void drawBars(const Chart& chart, const QRectF& area, ChartCanvas& c)
     const Axis ax{0, xt.back(), false};
 
     double labelWidth = 0;
-    for (const std::string& s : chart.categories)
-        labelWidth = std::max(labelWidth, c.textWidth(QString::fromStdString(s), kLabelPx));
+    for (std::size_t i = 0; i < chart.categories.size(); ++i)
+        labelWidth = std::max(labelWidth, c.textWidth(label(i), kLabelPx));
     labelWidth = std::min(labelWidth, area.width() * 0.34);
     double endWidth = 0;
     for (const std::string& s : chart.barLabels)
@@ -261,8 +282,9 @@ void drawBars(const Chart& chart, const QRectF& area, ChartCanvas& c)
     const double barsHeight = static_cast<double>(chart.categories.size()) * (kBarHeight + kBarGap);
     const QRectF plot(QPointF(left, top), QPointF(right, top + barsHeight));
 
-    c.text(QPointF(area.left() + 4, area.top() + 10), QString::fromStdString(chart.title), kTitlePx, true, kText,
-           ChartCanvas::Anchor::Start);
+    const QString title = QString::fromStdString(chart.title)
+        + (prefix.isEmpty() ? QString() : QStringLiteral(": ") + prefix.chopped(3));
+    c.text(QPointF(area.left() + 4, area.top() + 10), title, kTitlePx, true, kText, ChartCanvas::Anchor::Start);
     for (double t : xt) {
         const double x = ax.map(t, plot.left(), plot.right());
         c.line(QPointF(x, plot.top()), QPointF(x, plot.bottom()), kGrid, 0.8, true);
@@ -274,7 +296,7 @@ void drawBars(const Chart& chart, const QRectF& area, ChartCanvas& c)
 
     for (std::size_t i = 0; i < chart.categories.size(); ++i) {
         const double y = plot.top() + static_cast<double>(i) * (kBarHeight + kBarGap) + kBarGap / 2;
-        c.text(QPointF(plot.left() - 8, y + kBarHeight / 2), elide(c, QString::fromStdString(chart.categories[i]), kLabelPx, labelWidth),
+        c.text(QPointF(plot.left() - 8, y + kBarHeight / 2), elide(c, label(i), kLabelPx, labelWidth),
                kLabelPx, false, kText, ChartCanvas::Anchor::End);
         double x0 = 0;
         for (std::size_t s = 0; i < chart.segments.size() && s < chart.segments[i].size(); ++s) {

@@ -2,6 +2,7 @@
 // component and a calibrated plan out (core/enginelog: parser and calibration; printed here).
 
 #include "commands.h"
+#include "planoptions.h"
 #include "texttable.h"
 
 #include "headroom/core/engines/settings.h"
@@ -181,7 +182,8 @@ void registerLogCommand(CLI::App& app, CliContext& ctx)
     cmd->add_option("--read-timeout", o->readTimeoutS,
                     "Seconds a pipe (-, <(cmd), a FIFO) may stay silent before the read stops (default 30); a pipe is read "
                     "to its end, at most 64 MiB");
-    cmd->add_option("--leave-free", o->leaveFree, "Memory to leave free when finding the largest memory fraction (default 2GiB)");
+    cmd->add_option("--leave-free", o->leaveFree, "Memory to leave free when finding the largest memory fraction (default 2GiB)")
+        ->check(sizeValidator());
     cmd->add_flag("--save", o->save,
                   "Save the calibration as a profile overlay in the user profiles folder (calibrations/CARD.ENGINE.MODEL.json); "
                   "refused, keeping the saved one, when the analysis calibrated nothing");

@@ -318,9 +318,7 @@ void registerProbeCommand(CLI::App& app, CliContext& ctx)
     cmd->add_option("--device,-d", o->device, "cpu or cuda:N")->capture_default_str();
     cmd->add_option("--budget", o->budget, "Refuse to allocate past SIZE (emulates a smaller card: 8GiB, 16GiB, 24GiB); "
                                            "default 2GiB on the CPU, free memory minus 1 GiB on CUDA")
-        ->check(CLI::Validator([](std::string& s) -> std::string {
-                    return parseSize(s) ? std::string() : "expected a size such as 8GiB or 24GB, got '" + s + "'";
-                }, "SIZE"));
+        ->check(sizeValidator());
     cmd->add_option("--model,-m", o->model, std::string("Model profile id or path (config.json, model dir, .gguf); default ") + kDefaultModel);
     cmd->add_option("--weights,-w", o->weights, std::string("Weight format (fp16, bf16, int8-row, int4-g128, nf4-b64, ...); default: the files' format, else ") + kDefaultFormat);
     cmd->add_option("--kv-dtype", o->kvDtype, "KV cache dtype (the decode step runs fp16/bf16)")->capture_default_str();

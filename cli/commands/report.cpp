@@ -195,6 +195,10 @@ void run(const ReportOptions& given, CliContext& ctx)
     ReportOptions o = given;
     if (o.format.empty()) {
         o.format = formatOfPath(o.output);
+        // An extension that names no format ("a.txt") is an error, not a JSON file under that name.
+        const std::string ext = o.output == "-" ? std::string() : std::filesystem::path(o.output).extension().string();
+        if (o.format.empty() && !ext.empty())
+            return ctx.fail("-o " + o.output + ": '" + ext + "' names no report format; use -f json, md, csv, html or pdf");
         if (o.format.empty())
             o.format = "json";
     }

@@ -4,6 +4,7 @@
 #include "planoptions.h"
 #include "texttable.h"
 
+#include "headroom/core/planjson.h"
 #include "headroom/core/speed/batching.h"
 #include "headroom/core/speed/speculative.h"
 
@@ -12,6 +13,8 @@
 #include <optional>
 #include <iostream>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 namespace headroom::cli {
 
@@ -93,6 +96,29 @@ void printSpeculative(const SpeedOptions& o)
               << "x\n";
 }
 
+// The batching simulation for @p slots, and the speculative-decoding figures: what the text prints.
+nlohmann::json batchingJson(const SpeedOptions& o, unsigned slots)
+{
+    const auto lengths = skewedOutputLengths(o.requests, o.medianOutputTokens, o.outputSigma);
+    const auto one = [](const BatchingResult& r) {
+        return nlohmann::json{{"steps", r.totalSteps}, {"tokens_per_step", r.tokensPerStep}, {"mean_latency_steps", r.meanLatencySteps},
+                              {"mean_service_steps", r.meanServiceSteps}};
+    };
+    return {{"requests", o.requests},
+            {"slots", slots},
+            {"static", one(simulateStaticBatching(lengths, slots))},
+            {"continuous", one(simulateContinuousBatching(lengths, slots))}};
+}
+
+nlohmann::json speculativeJson(const SpeedOptions& o)
+{
+    return {{"acceptance", o.acceptance},
+            {"draft_tokens", o.draftTokens},
+            {"draft_cost", o.draftCost},
+            {"tokens_per_verification", speculativeTokensPerVerification(o.acceptance, o.draftTokens)},
+            {"speedup", speculativeSpeedup(o.acceptance, o.draftTokens, o.draftCost)}};
+}
+
 void run(const SpeedOptions& o, CliContext& ctx)
 {
     if (o.acceptance < 0 || o.acceptance > 1)
@@ -108,6 +134,19 @@ void run(const SpeedOptions& o, CliContext& ctx)
         return ctx.fail(plans.error());
     const PlanResult& p = plans->front();
     ctx.answered(p.verdict.fits());
+    const std::uint64_t running = std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.users, p.maxUsers.value_or(p.users)));
+    const unsigned slots = o.slots.value_or(static_cast<unsigned>(std::min<std::uint64_t>(running, 4096)));
+    if (o.plan.json) {
+        // The plan's own JSON (its verdict; `speed` only when it loads, else `speed_unavailable`),
+        // with the batching and speculative blocks for a plan that runs.
+        nlohmann::json j = nlohmann::json::parse(planToJson(p));
+        if (p.verdict.loads() && p.speed) {
+            j["batching"] = batchingJson(o, slots);
+            j["speculative"] = speculativeJson(o);
+        }
+        std::cout << j.dump(2) << '\n';
+        return;
+    }
     if (!p.verdict.loads()) {
         // Speed only for what loads: a plan that does not fit has none.
         std::cout << "No speed for " << p.modelId << " " << p.formatId << " on " << p.cardId << ": " << p.verdict.reason << '\n';
@@ -118,8 +157,7 @@ void run(const SpeedOptions& o, CliContext& ctx)
     if (p.verdict.state != FitState::Fits)
         std::cout << "note: " << p.verdict.reason << "; the figures below assume the users asked for\n\n";
     printRoofline(p);
-    const std::uint64_t running = std::max<std::uint64_t>(1, std::min<std::uint64_t>(p.users, p.maxUsers.value_or(p.users)));
-    printBatching(o, o.slots.value_or(static_cast<unsigned>(std::min<std::uint64_t>(running, 4096))));
+    printBatching(o, slots);
     printSpeculative(o);
 }
 

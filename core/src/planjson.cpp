@@ -122,7 +122,10 @@ nlohmann::json planJsonObject(const PlanResult& p)
         frontier.push_back({{"users", f.users}, {"context_tokens", f.contextTokens}});
     j["frontier"] = frontier;
     j["notes"] = p.notes;
-    if (p.speed) {
+    // Speed only for what loads (verdict.h): a plan that does not fit says why instead.
+    if (p.speed && !p.verdict.loads())
+        j["speed_unavailable"] = "no speed: " + p.verdict.reason;
+    if (p.speed && p.verdict.loads()) {
         const SpeedSummary& s = *p.speed;
         nlohmann::json sj;
         sj["bandwidth_gbps"] = s.bandwidthGBps;

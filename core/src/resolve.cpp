@@ -273,6 +273,26 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
     return modelProfileFromImport(*imported);
 }
 
+std::string sizeProblem(std::string_view text)
+{
+    if (parseSize(text))
+        return {};
+    std::string_view body = text;
+    const bool negative = !body.empty() && body.front() == '-';
+    if (negative)
+        body.remove_prefix(1);
+    // Shaped like a size: digits (one '.', group separators), then a unit parseSize knows.
+    const std::size_t unitAt = std::min(body.find_first_not_of("0123456789.,_"), body.size());
+    const std::string_view number = body.substr(0, unitAt);
+    const bool shaped = number.find_first_of("0123456789") != std::string_view::npos
+        && std::count(number.begin(), number.end(), '.') <= 1 && parseSize("1" + std::string(body.substr(unitAt)));
+    if (shaped && negative)
+        return "a size cannot be negative";
+    if (shaped)
+        return "more than 2^64 bytes (16 EiB)";
+    return "expected a size such as 8GiB, 24GB or 16384MiB";
+}
+
 tl::expected<Card, std::string> resolveCard(const std::string& arg, const ProfileSet& profiles)
 {
     if (const Card* c = profiles.findCard(arg))
@@ -283,6 +303,8 @@ tl::expected<Card, std::string> resolveCard(const std::string& arg, const Profil
         return tl::unexpected("card size '" + arg + "': a size must be positive, such as 8GiB or 24GB");
     if (const auto size = parseSize(arg); size && size->value == 0)
         return tl::unexpected("card size '" + arg + "': a size must be positive, such as 8GiB or 24GB");
+    if (sizeProblem(arg).rfind("more than", 0) == 0)
+        return tl::unexpected("card size '" + arg + "': " + sizeProblem(arg));
     return tl::unexpected("unknown card '" + arg + "': not a profile id (list them with `headroom-cli cards`) nor a size such as 8GiB or 24GB");
 }
 

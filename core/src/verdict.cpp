@@ -197,13 +197,35 @@ std::uint64_t defaultContextTokens(const PlanRequest& request)
     return trained > 0 ? std::min(kDefaultContextTokens, trained) : kDefaultContextTokens;
 }
 
-PlanRequest withQuestionDefaults(PlanRequest request)
+namespace {
+
+PlanRequest withPlainDefaults(PlanRequest request)
 {
     if (!request.users && !request.contextTokens)
         request.users = kDefaultUsers;
     if (request.users && !request.contextTokens)
         request.contextTokens = defaultContextTokens(request);
     return request;
+}
+
+} // namespace
+
+PlanRequest withQuestionDefaults(PlanRequest request)
+{
+    PlanRequest asked = withPlainDefaults(request);
+    if (request.engineSettings.empty() || makePlan(asked))
+        return asked;
+    // A setting the user gave answers part of the question (vLLM max-model-len, llama.cpp
+    // parallel, Ollama num_ctx, ...): a default it disagrees with gives way, the other stays.
+    PlanRequest usersOnly = request;
+    usersOnly.users = asked.users;
+    if (!request.contextTokens && makePlan(usersOnly))
+        return usersOnly;
+    PlanRequest contextOnly = request;
+    contextOnly.contextTokens = asked.contextTokens;
+    if (!request.users && makePlan(contextOnly))
+        return contextOnly;
+    return makePlan(request) ? request : asked;
 }
 
 HeadlineKind headlineKind(const std::optional<std::uint64_t>& users, const std::optional<std::uint64_t>& contextTokens)

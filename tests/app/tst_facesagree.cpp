@@ -4,6 +4,7 @@
 // verdict (verdict.h) and computes none of its own.
 
 #include "apptestutils.h"
+#include "roofline.h"
 #include "whatfitsmodel.h"
 
 #include "headroom/core/planjson.h"
@@ -16,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -78,6 +80,60 @@ QStringList common(const Group& g)
             QString::number(g.context), "--users", QString::number(g.users), "--json"};
 }
 
+// The plan object of (format, card) in a face's array of plans (table, frontier); null if absent.
+QJsonObject planIn(const QJsonArray& plans, const std::string& f, const std::string& c)
+{
+    for (const QJsonValue& v : plans) {
+        const QJsonObject o = v.toObject();
+        if (o.value("weights_format").toString().toStdString() == f && o.value("card").toString().toStdString() == c)
+            return o;
+    }
+    return {};
+}
+
+// "users x context" pairs of a frontier, as the plot and `frontier` print them.
+std::string frontierText(const QJsonArray& points)
+{
+    std::string out;
+    for (const QJsonValue& v : points)
+        out += std::to_string(v.toObject().value("users").toInteger()) + "x"
+            + std::to_string(v.toObject().value("context_tokens").toInteger()) + " ";
+    return out;
+}
+
+std::string frontierText(const std::vector<FrontierPoint>& points)
+{
+    std::string out;
+    for (const FrontierPoint& p : points)
+        out += std::to_string(p.users) + "x" + std::to_string(p.contextTokens) + " ";
+    return out;
+}
+
+// The speed face (`speed --json`) against the app's plan: speed only for what loads, else the
+// reason; the decode curve the app's tokens/s plot draws (roofline.h) equals the one the CLI prints.
+void checkSpeedFace(const QJsonObject& speedJson, const PlanResult& app, const Card& card, std::uint64_t contextTokens)
+{
+    const bool loads = app.verdict.loads();
+    INFO("speed face: app " << (loads ? "loads" : "does not load"));
+    CHECK(speedJson.contains("speed") == (loads && app.speed.has_value()));
+    CHECK(speedJson.contains("speed_unavailable") == (!loads && app.speed.has_value()));
+    if (!speedJson.contains("speed"))
+        return;
+    const QJsonObject sp = speedJson.value("speed").toObject();
+    CHECK(static_cast<std::uint64_t>(sp.value("context_tokens").toInteger()) == contextTokens);
+    const auto points = rooflineEstimate(app, card, contextTokens, 1024);
+    const QJsonArray curve = sp.value("curve").toArray();
+    int compared = 0;
+    for (const QJsonValue& v : curve)
+        for (const RooflinePoint& r : points)
+            if (r.batch == static_cast<std::uint64_t>(v.toObject().value("batch").toInteger())) {
+                const double cli = v.toObject().value("tokens_per_s").toDouble();
+                CHECK(std::abs(cli - r.tokensPerSecond) <= 1e-9 * std::max(1.0, r.tokensPerSecond));
+                ++compared;
+            }
+    CHECK(compared > 0);
+}
+
 template <typename T> const T& pick(std::mt19937& rng, const std::vector<T>& v)
 {
     return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
@@ -88,7 +144,7 @@ template <typename T> const T& pick(std::mt19937& rng, const std::vector<T>& v)
 TEST_CASE("faces agree: app, plan --json, table --json and the JSON report give one verdict", "[facesagree]")
 {
     const std::vector<std::string> models{"llama-3.1-8b", "qwen2.5-7b", "llama-2-7b", "llama-2-13b", "qwen2.5-0.5b",
-                                          "mistral-7b-v0.1", "phi-3-mini-4k"};
+                                          "mistral-7b", "phi-3-mini-4k"};
     const std::vector<std::string> formats{"fp16", "bf16", "fp8", "int8-row", "int4-g128", "awq-g128", "nf4-b64", "q8_0", "q4_k", "q2_k"};
     const std::vector<std::string> kvs{"fp16", "bf16", "fp8", "q8_0", "q4_0"};
     const std::vector<std::string> cards{"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090", "a100-80gb", "l4", "rtx-3060-12gb", "12GiB", "48GiB"};
@@ -169,6 +225,7 @@ TEST_CASE("faces agree: app, plan --json, table --json and the JSON report give 
         reportArgs.removeAll("--json");
         reportArgs << "-f" << "json";
         const auto report = runCli(reportArgs);
+        const auto frontier = runCli(QStringList{"frontier"} + matrixArgs);
         const auto cellOf = [](const QJsonArray& cells, const std::string& f, const std::string& c, const char* verdictKey) {
             for (const QJsonValue& v : cells) {
                 const QJsonObject o = v.toObject();
@@ -185,9 +242,16 @@ TEST_CASE("faces agree: app, plan --json, table --json and the JSON report give 
                 const Answer fromReport = report ? cellOf(report->object().value("what_fits").toArray(), f, c, "verdict") : Answer{};
                 INFO(f << " on " << c << ": app " << toString(app) << ", table " << toString(fromTable) << ", report "
                        << toString(fromReport));
+                const QJsonObject fromFrontier = frontier ? planIn(frontier->array(), f, c) : QJsonObject{};
+                const Answer frontierAnswer = fromFrontier.isEmpty() ? Answer{} : fromVerdict(fromFrontier.value("verdict").toObject());
+                INFO("frontier " << toString(frontierAnswer));
                 CHECK(app == fromTable);
                 CHECK(app == fromReport);
-                disagreements += !(app == fromTable) + !(app == fromReport);
+                CHECK(app == frontierAnswer);
+                disagreements += !(app == fromTable) + !(app == fromReport) + !(app == frontierAnswer);
+                // The frontier the app plots is the one `frontier` prints.
+                if (const PlanResult* p = matrix.plan(matrix.find(g.model, f, c)))
+                    CHECK(frontierText(p->frontier) == frontierText(fromFrontier.value("frontier").toArray()));
             }
         for (const auto& [f, c] : pairs) {
             const auto plan = runCli(QStringList{"plan", "-m", QString::fromStdString(g.model), "-w", QString::fromStdString(f), "-c",
@@ -198,6 +262,16 @@ TEST_CASE("faces agree: app, plan --json, table --json and the JSON report give 
             INFO(f << " on " << c << ": app " << toString(app) << ", plan " << toString(fromPlan));
             CHECK(app == fromPlan);
             disagreements += !(app == fromPlan);
+            // The speed face: the same verdict, speed only for what loads, the app's curve.
+            const auto speed = runCli(QStringList{"speed", "-m", QString::fromStdString(g.model), "-w", QString::fromStdString(f), "-c",
+                                                  QString::fromStdString(c)}
+                                      + common(g));
+            const Answer fromSpeed = speed ? fromVerdict(speed->object().value("verdict").toObject()) : Answer{};
+            INFO("speed " << toString(fromSpeed));
+            CHECK(app == fromSpeed);
+            disagreements += !(app == fromSpeed);
+            if (const PlanResult* p = matrix.plan(matrix.find(g.model, f, c)); p && speed)
+                checkSpeedFace(speed->object(), *p, *catalog.findCard(c), g.context);
             ++requests;
             ++states[app.ok ? app.state : "error"];
         }
@@ -210,6 +284,109 @@ TEST_CASE("faces agree: app, plan --json, table --json and the JSON report give 
     CHECK(states["does_not_fit"] > 0);
     UNSCOPED_INFO("states: fits " << states["fits"] << ", fits with less " << states["fits_with_less"] << ", does not fit "
                                   << states["does_not_fit"] << ", errors " << states["error"]);
+}
+
+TEST_CASE("faces agree under engine settings and layer offload: plan, table, report, frontier and speed", "[facesagree]")
+{
+    // The app has no --set or --offload choice: here the CLI's five faces of one request
+    // (plan --json, table --json, report -f json, frontier --json, speed --json) must give one
+    // verdict, including the partial-offload and CPU-only states of llama.cpp and Ollama.
+    const std::vector<std::string> models{"llama-3.1-8b", "qwen2.5-7b", "llama-2-13b", "qwen2.5-0.5b", "mistral-7b", "mixtral-8x7b"};
+    for (const std::string& m : models)
+        REQUIRE(test::catalog().findModel(m));
+    const std::vector<std::string> ggufFormats{"q8_0", "q6_k", "q4_k", "q2_k", "fp16"};
+    const std::vector<std::string> gpuFormats{"fp16", "fp8", "int4-g128", "awq-g128", "q4_k"};
+    const std::vector<std::string> cards{"rtx-4060", "rtx-3060-12gb", "rtx-4060-ti-16gb", "rtx-4090", "6GiB"};
+    const std::vector<std::uint64_t> contexts{2048, 8192, 32768};
+    const std::vector<std::uint64_t> users{1, 4, 16};
+    const std::map<std::string, std::vector<std::string>> settings{
+        {"vllm", {"gpu-memory-utilization=0.8", "max-num-seqs=8", "enforce-eager=true", "block-size=32", "kv-cache-memory-bytes=2GiB"}},
+        {"sglang", {"mem-fraction-static=0.7", "max-running-requests=8", "page-size=16"}},
+        {"tgi", {"cuda-memory-fraction=0.8", "ATTENTION=flashinfer"}},
+        {"tensorrt-llm", {"free_gpu_memory_fraction=0.8", "max_batch_size=8", "tokens_per_block=64"}},
+        {"llama.cpp", {"flash-attn=off", "fit-target=2048", "no-kv-offload=true", "kv-unified=true", "n-cpu-moe=4"}},
+        {"ollama", {"OLLAMA_FLASH_ATTENTION=true", "OLLAMA_GPU_OVERHEAD=1GiB"}},
+    };
+    const std::vector<std::string> offloads{"auto", "none", "0", "8", "20", "999"};
+
+    std::mt19937 rng(20261202u);
+    int requests = 0;
+    int disagreements = 0;
+    std::map<std::string, int> states;
+    for (int gi = 0; gi < 60; ++gi) {
+        const bool layered = gi % 2 == 0; // llama.cpp / Ollama with an offload choice, else a GPU engine with --set
+        const std::string engine = layered ? (gi % 4 == 0 ? "llama.cpp" : "ollama") : pick(rng, std::vector<std::string>{"vllm", "sglang", "tgi", "tensorrt-llm"});
+        const std::string model = pick(rng, models);
+        const std::string card = pick(rng, cards);
+        const std::string f1 = pick(rng, layered ? ggufFormats : gpuFormats);
+        const std::string f2 = pick(rng, layered ? ggufFormats : gpuFormats);
+        std::vector<std::string> fmts{f1};
+        if (f2 != f1)
+            fmts.push_back(f2);
+        QStringList question{"-e", QString::fromStdString(engine), "--context", QString::number(pick(rng, contexts)), "--users",
+                             QString::number(pick(rng, users))};
+        if (gi % 3 != 0)
+            question << "--set" << QString::fromStdString(pick(rng, settings.at(engine)));
+        if (layered)
+            question << "--offload" << QString::fromStdString(pick(rng, offloads));
+        else if (gi % 5 == 1)
+            question << "--offload" << "8"; // an engine with no layer offload refuses, in every face
+        INFO("group " << gi << ": " << model << " on " << card << ", " << question.join(' ').toStdString());
+
+        QStringList matrixArgs{"-m", QString::fromStdString(model), "-w"};
+        for (const std::string& f : fmts)
+            matrixArgs << QString::fromStdString(f);
+        matrixArgs << "-c" << QString::fromStdString(card);
+        matrixArgs << question;
+        const auto table = runCli(QStringList{"table"} + matrixArgs + QStringList{"--json"});
+        const auto frontier = runCli(QStringList{"frontier"} + matrixArgs + QStringList{"--json"});
+        const auto report = runCli(QStringList{"report"} + matrixArgs + QStringList{"-f", "json"});
+        for (const std::string& f : fmts) {
+            const QStringList one = QStringList{"-m", QString::fromStdString(model), "-w", QString::fromStdString(f), "-c",
+                                                QString::fromStdString(card)}
+                + question + QStringList{"--json"};
+            const auto plan = runCli(QStringList{"plan"} + one);
+            const auto speed = runCli(QStringList{"speed"} + one);
+            const auto verdictOf = [](const QJsonObject& o) { return o.isEmpty() ? Answer{} : fromVerdict(o.value("verdict").toObject()); };
+            const Answer fromPlan = plan ? verdictOf(plan->object()) : Answer{};
+            const Answer fromTable = table ? verdictOf(planIn(table->array(), f, card)) : Answer{};
+            const Answer fromFrontier = frontier ? verdictOf(planIn(frontier->array(), f, card)) : Answer{};
+            const Answer fromReport = report ? verdictOf(planIn(report->object().value("what_fits").toArray(), f, card)) : Answer{};
+            const Answer fromSpeed = speed ? verdictOf(speed->object()) : Answer{};
+            INFO(f << ": plan " << toString(fromPlan) << ", table " << toString(fromTable) << ", frontier " << toString(fromFrontier)
+                   << ", report " << toString(fromReport) << ", speed " << toString(fromSpeed));
+            CHECK(fromPlan == fromTable);
+            CHECK(fromPlan == fromFrontier);
+            CHECK(fromPlan == fromReport);
+            CHECK(fromPlan == fromSpeed);
+            disagreements += !(fromPlan == fromTable) + !(fromPlan == fromFrontier) + !(fromPlan == fromReport) + !(fromPlan == fromSpeed);
+            if (plan && speed) {
+                // Speed only for what loads; a partial offload loads.
+                const bool loads = fromPlan.state != "does_not_fit";
+                CHECK(speed->object().contains("speed") == (loads && plan->object().contains("speed")));
+                CHECK(plan->object().contains("speed_unavailable") == (!loads && speed->object().contains("speed_unavailable")));
+                if (loads && plan->object().contains("speed"))
+                    CHECK(speed->object().value("speed").toObject().value("tpot_ms").toDouble()
+                          == plan->object().value("speed").toObject().value("tpot_ms").toDouble());
+                // The CPU-only state is a partial offload with no layer on the GPU, named so.
+                if (question.contains("none") && fromPlan.state == "partial_offload")
+                    ++states["cpu_only"];
+            }
+            ++requests;
+            ++states[fromPlan.ok ? fromPlan.state : "error"];
+        }
+    }
+    UNSCOPED_INFO("states: fits " << states["fits"] << ", fits with less " << states["fits_with_less"] << ", partial offload "
+                                  << states["partial_offload"] << " (CPU only " << states["cpu_only"] << "), does not fit "
+                                  << states["does_not_fit"] << ", errors " << states["error"]);
+    CHECK(requests >= 80);
+    CHECK(disagreements == 0);
+    CHECK(states["fits"] > 0);
+    CHECK(states["fits_with_less"] > 0);
+    CHECK(states["partial_offload"] > 0);
+    CHECK(states["cpu_only"] > 0);
+    CHECK(states["does_not_fit"] > 0);
+    CHECK(states["error"] < requests / 4);
 }
 
 TEST_CASE("scripts/run.sh without a display prints the matrix the app opens on", "[facesagree]")

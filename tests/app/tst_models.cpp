@@ -173,8 +173,14 @@ TEST_CASE("engine comparison runs the same cell under every engine policy", "[mo
         REQUIRE(direct);
         CHECK(model.data(model.index(r, EngineComparisonModel::Usable), EngineComparisonModel::RawRole).toULongLong()
               == direct->usableBytes.value);
-        CHECK(model.data(model.index(r, EngineComparisonModel::MaxContext)).toString().toStdString()
-              == formatThousands(direct->maxContext.value_or(0)));
+        // Capacity only for an engine that loads the plan; one that cannot says no (its reason in the tooltip).
+        const QModelIndex maxContext = model.index(r, EngineComparisonModel::MaxContext);
+        CHECK(model.data(maxContext).toString().toStdString()
+              == (direct->verdict.loads() ? formatThousands(direct->maxContext.value_or(0)) : std::string("no")));
+        if (!direct->verdict.loads())
+            CHECK(model.data(maxContext, Qt::ToolTipRole).toString().toStdString() == direct->verdict.reason);
+        CHECK(model.data(model.index(r, EngineComparisonModel::Engine), Qt::BackgroundRole).value<QColor>()
+              == fitColor(WhatFitsModel::fitOf(*direct, 0)));
         CHECK(!explainPolicy(row.policy).isEmpty());
     }
     // llama.cpp keeps a fixed 1 GiB free; vLLM takes 90 % of the total: different usable bytes.

@@ -70,7 +70,7 @@ case $case_name in
     mkfifo out.fifo
     bounded "$cli" report -m llama-3.1-8b -c rtx-4090 -o /dev/null 2>&1
     [ -c /dev/null ] && echo "/dev/null is still a device"
-    bounded "$cli" report -m llama-3.1-8b -c rtx-4090 -o out.fifo 2>&1
+    bounded "$cli" report -m llama-3.1-8b -c rtx-4090 -f json -o out.fifo 2>&1
     [ -p out.fifo ] && echo "out.fifo is still a FIFO"
     echo old > secret.json && chmod 600 secret.json
     bounded "$cli" report -m llama-3.1-8b -c rtx-4090 -o secret.json 2>&1

@@ -68,6 +68,9 @@ foreach(case "check_fits|plan -m llama-3.1-8b -w int4-g128 -c rtx-4090 --check|v
              "table_check|table -m llama-3.1-8b -w fp16 -c rtx-4060 rtx-4090 --check|no: weights.*exit code 3"
              "flags_nothing_to_launch|flags -m llama-3.1-8b -w fp16 -c rtx-4060 --engine vllm --check|nothing to launch.*exit code 3"
              "speed_does_not_load|speed -m llama-3.1-8b -w fp16 -c rtx-4060|No speed for llama-3.1-8b fp16 on rtx-4060: does not fit: weights.*exit code 0"
+             "speed_json_does_not_load|speed -m llama-3.1-8b -w fp16 -c rtx-4060 --json|\"speed_unavailable\": \"no speed: does not fit: weights 14.96 GiB.*\"state\": \"does_not_fit\".*exit code 0"
+             "speed_json_loads|speed -m llama-3.1-8b -w int4-g128 -c rtx-4090 --json|\"batching\": \\{.*\"speculative\": \\{.*\"speed\": \\{.*\"tpot_ms\".*\"state\": \"fits\".*exit code 0"
+             "plan_json_no_speed_unloaded|plan -m llama-3.1-8b -w fp16 -c rtx-4060 --json|\"speed_unavailable\": \"no speed: does not fit.*exit code 0"
              "vllm_refusal_never_fits|plan -m llama-3.1-8b -w bf16 -c rtx-4090 --users 1 --context 131072|verdict +does not fit\n *why +the engine would refuse to start.*exit code 0"
              "trained_context_state|plan -m llama-2-7b -w int4-g128 -c rtx-4090 --users 4 --context 8192|binding limit +the model's trained context.*max context per user for 4 users +4,096.*exit code 0"
              "users_alone_sane_context|plan -m llama-3.1-8b -w int4-g128 -c rtx-4090 --users 16 --json|\"context_tokens\": 8192,.*exit code 0")
@@ -80,7 +83,14 @@ foreach(case "check_fits|plan -m llama-3.1-8b -w int4-g128 -c rtx-4090 --check|v
 endforeach()
 foreach(case "range_users|plan -m llama-2-7b --users 0|--users: Value 0 not in range[^\n]*see headroom-cli plan --help\\)\nexit code 1\n$"
              "negative_card|plan -m llama-2-7b -c -8GiB|card size '-8GiB': a size must be positive[^\n]*\nexit code 1\n$"
-             "reserve_above_card|plan -m llama-2-7b -c rtx-4090 --reserve 30GiB|--reserve 30GiB \\(30.00 GiB\\) leaves nothing of the 23.64 GiB card[^\n]*\nexit code 1\n$")
+             "reserve_above_card|plan -m llama-2-7b -c rtx-4090 --reserve 30GiB|--reserve 30GiB \\(30.00 GiB\\) leaves nothing of the 23.64 GiB card[^\n]*\nexit code 1\n$"
+             "card_size_overflow|plan -m llama-2-7b -c 16777216TiB|card size '16777216TiB': more than 2\\^64 bytes \\(16 EiB\\)\nexit code 1\n$"
+             "reserve_overflow|plan -m llama-2-7b --reserve 99999999TiB|--reserve: more than 2\\^64 bytes \\(16 EiB\\), got '99999999TiB'[^\n]*\nexit code 1\n$"
+             "negative_reserve|plan -m llama-2-7b --reserve -1GiB|--reserve: a size cannot be negative, got '-1GiB'[^\n]*\nexit code 1\n$"
+             "negative_free|plan -m llama-2-7b --free -2GB|--free: a size cannot be negative, got '-2GB'[^\n]*\nexit code 1\n$"
+             "negative_budget|probe -m qwen2.5-0.5b --budget -2GiB|--budget: a size cannot be negative, got '-2GiB'[^\n]*\nexit code 1\n$"
+             "negative_leave_free|log - --leave-free -1GiB|--leave-free: a size cannot be negative, got '-1GiB'[^\n]*\nexit code 1\n$"
+             "report_unknown_extension|report -m llama-2-7b -o ${CMAKE_CURRENT_BINARY_DIR}/scratch/r.txt|-o [^\n]*r.txt: '.txt' names no report format; use -f json, md, csv, html or pdf\nexit code 1\n$")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 name)
   list(GET parts 1 args)

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Runs every example command of README.md ("What it answers") and checks that its output answers
-# the question: exit code 0, a table with at least one cell that fits, a verdict for a plan, speed
-# only for a plan that loads, a written report, launch flags.
+# Runs every example command of README.md (the blocks "What it answers" and "From what you
+# already have") and checks that its output answers the question: exit code 0, a table with at
+# least one cell that fits, a verdict for a plan (the layer split for --offload, the settings for
+# --set), speed only for a plan that loads, a written report, launch flags, a compared log and its
+# saved calibration, the local stores' models. The second block's placeholders become the corpus
+# log (tests/data/engine-logs), a home folder of stores built from the fixtures (make-stores.sh)
+# and a loopback hub (tests/remote/rangeserver.py); nothing leaves 127.0.0.1.
 #   readmeexamples.sh README BIN_DIR FIXTURES_DIR SCRATCH_DIR
 set -uo pipefail
 readme=$1 bin=$2 fixtures=$3 scratch=$4
+src=$(cd "$(dirname "$readme")" && pwd)
 mkdir -p "$scratch" && cd "$scratch" || exit 1
 failures=0 ran=0
 fail() { echo "FAIL: $1"; echo "$2" | head -40; failures=$((failures + 1)); }
@@ -18,7 +23,24 @@ check() { # COMMAND OUTPUT
       fail "$cmd: no cell fits" "$out"
     fi ;;
   *" plan "*"--json"*) grep -q '"verdict"' <<<"$out" || fail "$cmd: no verdict" "$out" ;;
-  *" plan "*) echo "$out" | grep -Eq '^  verdict +(fits|fits with less|does not fit)$' || fail "$cmd: no verdict" "$out" ;;
+  *" plan "*)
+    echo "$out" | grep -Eq '^  verdict +(fits|fits with less|partial offload|does not fit)$' || fail "$cmd: no verdict" "$out"
+    case "$cmd" in
+    *"--offload "*)
+      n=$(sed -E 's/.*--offload ([0-9]+).*/\1/' <<<"$cmd")
+      grep -Eq "partial offload: $n/[0-9]+ layers on the GPU" <<<"$out" || fail "$cmd: no layer split of $n layers" "$out" ;;
+    esac
+    for kv in $(grep -oE -- '--set [^ ]+' <<<"$cmd" | cut -d' ' -f2); do
+      grep -Eq "^Settings .* $kv( |$)" <<<"$out" || fail "$cmd: setting $kv not applied" "$out"
+    done
+    # A setting that does not ask the question leaves the question of every face.
+    case "$cmd" in *"--set "*) case "$cmd" in *--context*|*--users*|*max-model-len*|*ctx-size*|*num_ctx*) ;; *)
+      grep -Eq '^  asked +4 users x 8,192 tokens$' <<<"$out" || fail "$cmd: not the default question" "$out" ;; esac ;; esac ;;
+  *" log "*)
+    grep -q 'Predicted against measured' <<<"$out" || fail "$cmd: no comparison" "$out"
+    grep -q 'Saved the calibration to ' <<<"$out" || fail "$cmd: calibration not saved" "$out"
+    ls "$home"/.config/headroom/profiles/calibrations/*.json >/dev/null 2>&1 || fail "$cmd: no calibration file" "$out" ;;
+  *" models --local"*) grep -Eq '^[1-9][0-9]* model\(s\)' <<<"$out" || fail "$cmd: no local model" "$out" ;;
   *" speed "*)
     grep -q 'TPOT at' <<<"$out" || fail "$cmd: no speed" "$out"
     grep -q 'does not fit' <<<"$out" && fail "$cmd: speed for a plan that does not fit" "$out" ;;
@@ -35,11 +57,44 @@ check() { # COMMAND OUTPUT
 }
 
 examples=$(sed -n '/^## What it answers/,/^```$/p' "$readme" | grep '^build/bin/headroom-cli ')
+local_examples=$(sed -n '/^## From what you already have/,/^```$/p' "$readme" | grep '^headroom-cli ')
 [ -n "$examples" ] || { echo "FAIL: no examples found in $readme"; exit 1; }
+[ -n "$local_examples" ] || { echo "FAIL: no 'From what you already have' examples found in $readme"; exit 1; }
+
+# The second block's world: a home with a hub cache, an Ollama store and an LM Studio folder; the
+# corpus log as serve.log; a loopback hub serving a GGUF repo for hf://ORG/NAME:QUANT.
+home=$scratch/home
+rm -rf "$scratch/remote-cache"
+server_pid=
+if [ -e "$fixtures/gguf/stories260K.gguf" ] && [ -e "$fixtures/hf/Llama-2-7b-hf/config.json" ]; then
+  sh "$src/tests/cli/make-stores.sh" "$fixtures" "$home" || exit 1
+  python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["log"]))' \
+    "$src/tests/data/engine-logs/vllm-0.19-llama-3.1-8b-h100-ctx8192.json" > serve.log || exit 1
+  mkdir -p hub-root/hub/ggml-org/stories260K-GGUF
+  cp "$fixtures/gguf/stories260K.gguf" hub-root/hub/ggml-org/stories260K-GGUF/stories260K-Q4_K_M.gguf
+  rm -f endpoint
+  python3 -c 'import sys, time; sys.path.insert(0, sys.argv[1]); import rangeserver
+_, base = rangeserver.start(sys.argv[2]); open("endpoint", "w").write(base); time.sleep(300)' "$src/tests/remote" "$scratch/hub-root" &
+  server_pid=$!
+  trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null' EXIT
+  for _ in $(seq 50); do [ -s endpoint ] && break; sleep 0.1; done
+fi
+
 while IFS= read -r line; do
   line=${line%%   #*}
   line=$(echo "$line" | sed -E 's/ +# .*$//')
   args=${line#build/bin/headroom-cli }
+  args=${args#headroom-cli }
+  env=()
+  case "$line" in
+  "headroom-cli "*)
+    if [ -z "$server_pid" ]; then echo "skip (no fixtures): $args"; continue; fi
+    # env -i: nothing of this machine's own stores, caches or tokens leaks in.
+    env=(env -i PATH="$PATH" HOME="$home" HEADROOM_REMOTE_CACHE="$scratch/remote-cache" HF_ENDPOINT="$(cat endpoint)"
+         HEADROOM_HTTP_TIMEOUT_S=5)
+    args=${args//hf:\/\/ORG\/NAME/hf://ggml-org/stories260K-GGUF}
+    args=${args//ORG\/NAME/meta-llama/Llama-2-7b-hf} ;;
+  esac
   case "$args" in
   *" | "*) variants=$(echo "$args" | tr '|' '\n') ;;
   *) variants=$args ;;
@@ -54,13 +109,14 @@ while IFS= read -r line; do
     esac
     case "$a" in report*) [ -x "$bin/headroom-render" ] || a="$a --format md" ;; esac
     # shellcheck disable=SC2086
-    out=$("$bin/headroom-cli" $a 2>&1)
+    out=$("${env[@]}" "$bin/headroom-cli" $a 2>&1)
     rc=$?
     ran=$((ran + 1))
     echo "ran: headroom-cli $a (exit $rc)"
     if [ $rc -ne 0 ]; then fail "headroom-cli $a: exit code $rc" "$out"; continue; fi
     check " $a" "$out"
   done <<< "$variants"
-done <<< "$examples"
+done <<< "$examples
+$local_examples"
 echo "$ran example commands, $failures failed"
 [ "$failures" -eq 0 ] && [ "$ran" -ge 10 ]

@@ -1,3 +1,4 @@
+#include "headroom/core/resolve.h"
 #include "headroom/core/units.h"
 
 #include <catch2/catch.hpp>
@@ -19,6 +20,20 @@ TEST_CASE("sizes parse in binary and decimal units without confusing them", "[un
     CHECK_FALSE(parseSize(""));
     CHECK_FALSE(parseSize("GiB"));
     CHECK_FALSE(parseSize("99999999999TiB")); // past 2^64
+}
+
+TEST_CASE("a text that is not a size says why: negative, overflowing or not a size", "[units]")
+{
+    CHECK(sizeProblem("8GiB").empty());
+    CHECK(sizeProblem("1,5GiB").empty());
+    CHECK(sizeProblem("-1GiB") == "a size cannot be negative");
+    CHECK(sizeProblem("-2GB") == "a size cannot be negative");
+    CHECK(sizeProblem("16777216TiB") == "more than 2^64 bytes (16 EiB)"); // 2^24 x 2^40
+    CHECK(sizeProblem("16777215TiB").empty());
+    CHECK(sizeProblem("99999999999999999999") == "more than 2^64 bytes (16 EiB)");
+    CHECK(sizeProblem("1.2.3GiB") == "expected a size such as 8GiB, 24GB or 16384MiB");
+    CHECK(sizeProblem("8 bananas") == "expected a size such as 8GiB, 24GB or 16384MiB");
+    CHECK(sizeProblem("GiB") == "expected a size such as 8GiB, 24GB or 16384MiB");
 }
 
 TEST_CASE("parameter counts parse as plain numbers, exponents and suffixes", "[units]")

@@ -166,3 +166,26 @@ TEST_CASE("verdict: the question defaults are the same in every face", "[verdict
     CHECK(headlineCaption(HeadlineKind::MaxResidentTokens, 1, 0) == "max resident tokens (all users together)");
     CHECK(headlineCaption(HeadlineKind::MaxContextPerUser, 1, 0) == "max context per user for 1 user");
 }
+
+TEST_CASE("verdict: an engine setting keeps the question defaults unless it answers the question", "[verdict]")
+{
+    PlanRequest r = request(test::llama31_8b(), "int4-g128", Bytes{24 * kGiB}, vllmPolicy());
+    r.engineSettings = {{"max-num-seqs", "64"}}; // a cap, not the question: 4 users x 8,192 as without it
+    PlanRequest capped = withQuestionDefaults(r);
+    CHECK(capped.users == kDefaultUsers);
+    CHECK(capped.contextTokens == kDefaultContextTokens);
+
+    r.engineSettings = {{"max-model-len", "16384"}}; // the context: it wins over the 8,192 default
+    PlanRequest byLen = withQuestionDefaults(r);
+    CHECK(byLen.users == kDefaultUsers);
+    CHECK_FALSE(byLen.contextTokens);
+    auto plan = makePlan(byLen);
+    REQUIRE(plan);
+    CHECK(plan->contextTokens == 16384);
+
+    r.engineSettings = {{"max-model-len", "8192"}}; // agreeing with the default: kept
+    CHECK(withQuestionDefaults(r).contextTokens == kDefaultContextTokens);
+
+    r.engineSettings = {{"max-model-len", "abc"}}; // a bad value stays an error of the plan
+    CHECK_FALSE(makePlan(withQuestionDefaults(r)));
+}

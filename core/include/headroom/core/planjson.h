@@ -13,7 +13,9 @@ namespace headroom {
 /// One plan as a JSON object with at least: model, weights_format, kv_dtype, card, engine,
 /// parameters, weights_bytes, kv_bytes_per_token, card_total_bytes, usable_bytes, kv_budget_bytes,
 /// max_resident_tokens, fits, reason, overheads [{name, bytes, note}], reserved, frontier
-/// [{users, context_tokens}], and with a context / users given also max_users / max_context.
+/// [{users, context_tokens}], and with a context / users given also max_users / max_context;
+/// `speed` (the roofline summary) only when the plan loads (Verdict::loads), else
+/// `speed_unavailable` with the reason.
 /// @param indent -1 for one line.
 std::string planToJson(const PlanResult& plan, int indent = 2);
 

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace headroom {
 
@@ -32,6 +33,11 @@ std::optional<RepoId> parseRepoId(const std::string& arg);
 /// Face repo id "ORG/NAME[@REV]" held in a local hub cache (stores/localstores.h). Errors name
 /// the argument, or the file with byte offset / key from the importer.
 tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, const ProfileSet& profiles);
+
+/// Why @p text is not a size (units.h parseSize): "a size cannot be negative", "more than 2^64
+/// bytes (16 EiB)" for a size that overflows, else "expected a size such as 8GiB, 24GB or
+/// 16384MiB". Empty when parseSize accepts it. The CLI's size options and --card say this.
+std::string sizeProblem(std::string_view text);
 
 /// A card: a profile id ("rtx-4090") or a size ("8GiB", "24GB", "16384MiB") as an anonymous card.
 tl::expected<Card, std::string> resolveCard(const std::string& arg, const ProfileSet& profiles);
