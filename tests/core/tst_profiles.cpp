@@ -128,6 +128,28 @@ TEST_CASE("built-in profiles load and have every required entry", "[profiles]")
         CHECK(std::string(engineKindName(e->kind)) == id);
         CHECK_FALSE(e->source.empty());
     }
+    // What a user reads is public: a model names its Hugging Face config.json; no profile prints
+    // our fixtures, the shared reference folder or the BRIEF (issue 10); those go in "notes".
+    for (const auto& m : set.models) {
+        INFO(m.id << ": " << m.source);
+        CHECK(m.source.rfind("https://huggingface.co/", 0) == 0);
+        CHECK(m.source.size() > std::string("https://huggingface.co//blob/main/config.json").size());
+        CHECK(m.source.find("/blob/main/config.json") == m.source.size() - std::string("/blob/main/config.json").size());
+    }
+    const auto internal = [](const std::string& text) {
+        for (const char* word : {"fixture", "shared/", "BRIEF", "HEADROOM_FIXTURES"})
+            if (text.find(word) != std::string::npos)
+                return true;
+        return false;
+    };
+    for (const auto& c : set.cards) {
+        INFO(c.id << ": " << c.source);
+        CHECK_FALSE(internal(c.source));
+    }
+    for (const auto& e : set.engines) {
+        INFO(e.id << ": " << e.source);
+        CHECK_FALSE(internal(e.source));
+    }
     CHECK(set.findModel("no-such-model") == nullptr);
     CHECK(set.findCard("no-such-card") == nullptr);
     CHECK(set.findEngine("no-such-engine") == nullptr);
