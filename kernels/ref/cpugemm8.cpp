@@ -142,97 +142,38 @@ PanelActivations quantizePanelActivations(const float* x, std::uint32_t B, std::
 #if HEADROOM_GEMM8_X86
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-
-/// Lane order of the 8 row sums after the hadd of rows 0-3 with rows 4-7; self-inverse.
-inline __m256i panelOrder() {
-    return _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
-}
-
-/// y tile of the 8 panel rows x BT activation rows from @p b0 into @p out [BT][8] (natural row
-/// order): per block the 8 rows' codes are loaded (and unpacked) once for the BT rows; per
-/// activation row 8 maddubs over the four slots, one hadd that leaves one int32 per row, one
-/// fp32 multiply-add with the 8 weight scales times the activation scale. 4-bit codes: the
-/// nibbles XOR 8 are the unsigned q + 8 (maddubs needs no sign trick; every int16 partial stays
-/// below 4 x 2 x 15 x 127 = 15,240), the + 8 taken back as 8 sum(x codes) in int32. 8-bit codes:
-/// |w| x sign(x, w) (ggml's q8 dot), each maddubs widened to int32 by madd before adding.
-template <bool kFourBit, int BT>
-inline void panelTile(const std::uint8_t* panel, std::uint32_t blocks, const PanelActivations& a, std::uint32_t b0,
-                      float (*out)[detail::kPanelRows]) {
-    constexpr std::uint32_t blockBytes = kPanelScaleBytes + detail::kPanelRows * (kFourBit ? 16 : 32);
-    const __m256i order = panelOrder();
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[BT];
-    for (int b = 0; b < BT; ++b)
-        acc[b] = _mm256_setzero_ps();
-    for (std::uint32_t i = 0; i < blocks; ++i) {
-        const std::uint8_t* blk = panel + std::uint64_t{i} * blockBytes;
-        const __m256 d = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))), order);
-        const std::uint8_t* qs = blk + kPanelScaleBytes;
-        if constexpr (kFourBit) {
-            const __m256i mask = _mm256_set1_epi8(0x0f), flip = _mm256_set1_epi8(static_cast<char>(0x88));
-            __m256i c[8]; // c[2j] low nibbles, c[2j + 1] high nibbles of register j (rows 4 (j % 2) ..; chunk j / 2)
-            for (int j = 0; j < 4; ++j) {
-                const __m256i packed = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j)), flip);
-                c[2 * j] = _mm256_and_si256(packed, mask);
-                c[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);
-            }
-            for (int b = 0; b < BT; ++b) {
-                const std::uint64_t at = std::uint64_t{b0 + static_cast<std::uint32_t>(b)} * blocks + i;
-                const std::int8_t* x = a.q.data() + at * kBlockCols;
-                __m256i xs[4];
-                for (int s = 0; s < 4; ++s) {
-                    long long v;
-                    std::memcpy(&v, x + 8 * s, 8);
-                    xs[s] = _mm256_set1_epi64x(v);
-                }
-                const __m256i low = _mm256_add_epi16(
-                    _mm256_add_epi16(_mm256_maddubs_epi16(c[0], xs[0]), _mm256_maddubs_epi16(c[1], xs[1])),
-                    _mm256_add_epi16(_mm256_maddubs_epi16(c[4], xs[2]), _mm256_maddubs_epi16(c[5], xs[3])));
-                const __m256i high = _mm256_add_epi16(
-                    _mm256_add_epi16(_mm256_maddubs_epi16(c[2], xs[0]), _mm256_maddubs_epi16(c[3], xs[1])),
-                    _mm256_add_epi16(_mm256_maddubs_epi16(c[6], xs[2]), _mm256_maddubs_epi16(c[7], xs[3])));
-                __m256i sums = _mm256_hadd_epi32(_mm256_madd_epi16(low, ones), _mm256_madd_epi16(high, ones));
-                sums = _mm256_sub_epi32(sums, _mm256_set1_epi32(a.sum8[at]));
-                acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_set1_ps(a.d[at])), acc[b]);
-            }
-        } else {
-            __m256i w[8], aw[8]; // register j: rows 4 (j % 2) .. + 3, chunk j / 2
-            for (int j = 0; j < 8; ++j) {
-                w[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
-                aw[j] = _mm256_sign_epi8(w[j], w[j]);
-            }
-            for (int b = 0; b < BT; ++b) {
-                const std::uint64_t at = std::uint64_t{b0 + static_cast<std::uint32_t>(b)} * blocks + i;
-                const std::int8_t* x = a.q.data() + at * kBlockCols;
-                __m256i part[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-                for (int j = 0; j < 8; ++j) {
-                    long long v;
-                    std::memcpy(&v, x + 8 * (j / 2), 8);
-                    const __m256i xv = _mm256_sign_epi8(_mm256_set1_epi64x(v), w[j]);
-                    part[j & 1] = _mm256_add_epi32(part[j & 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[j], xv), ones));
-                }
-                const __m256i sums = _mm256_hadd_epi32(part[0], part[1]);
-                acc[b] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_set1_ps(a.d[at])), acc[b]);
-            }
-        }
-    }
-    for (int b = 0; b < BT; ++b)
-        _mm256_storeu_ps(out[b], _mm256_permutevar8x32_ps(acc[b], order));
-}
-
-/// panelTile for a tile of @p count (1..4) activation rows.
-template <bool kFourBit>
-void panelTileAny(int count, const std::uint8_t* panel, std::uint32_t blocks, const PanelActivations& a, std::uint32_t b0,
-                  float (*out)[detail::kPanelRows]) {
-    switch (count) {
-    case 4: panelTile<kFourBit, 4>(panel, blocks, a, b0, out); break;
-    case 3: panelTile<kFourBit, 3>(panel, blocks, a, b0, out); break;
-    case 2: panelTile<kFourBit, 2>(panel, blocks, a, b0, out); break;
-    default: panelTile<kFourBit, 1>(panel, blocks, a, b0, out); break;
-    }
-}
-
+namespace avx2 {
+#define HEADROOM_SUM4_U8S8(c0, x0, c1, x1, c2, x2, c3, x3)                                                             \
+    _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c0, x0), _mm256_maddubs_epi16(c1, x1)),  \
+                                       _mm256_add_epi16(_mm256_maddubs_epi16(c2, x2), _mm256_maddubs_epi16(c3, x3))), \
+                      ones)
+#define HEADROOM_DOT_ACC(acc, u, s) _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), ones))
+#include "panel.inc"
+#undef HEADROOM_SUM4_U8S8
+#undef HEADROOM_DOT_ACC
+} // namespace avx2
 #pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+namespace vnni {
+#define HEADROOM_SUM4_U8S8(c0, x0, c1, x1, c2, x2, c3, x3)                                                             \
+    _mm256_dpbusd_avx_epi32(                                                                                           \
+        _mm256_dpbusd_avx_epi32(                                                                                       \
+            _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), c0, x0), c1, x1), c2, x2),         \
+        c3, x3)
+#define HEADROOM_DOT_ACC(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
+#include "panel.inc"
+#undef HEADROOM_SUM4_U8S8
+#undef HEADROOM_DOT_ACC
+} // namespace vnni
+#pragma GCC pop_options
+
+/// Whether this CPU has AVX-VNNI (vpdpbusd on 256-bit registers).
+bool cpuHasAvxVnni() {
+    static const bool has = __builtin_cpu_supports("avxvnni");
+    return has;
+}
 #endif
 
 /// y[at] = @p value as the output type of @p args.
@@ -260,7 +201,7 @@ bool panelKernelsRun(const GemvArgs& args, bool quantizeActivations, bool useAvx
     return wholeBlocks && args.batch >= 2;
 }
 
-std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads) {
+std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads, bool allowVnni) {
     const WeightMatrix& w = args.weights;
     const fmt::QuantType type = w.layout.type;
     const std::uint32_t K = w.cols, B = args.batch;
@@ -271,6 +212,7 @@ std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threa
     const bool fourBit = codeBytes(type) == 16;
     const PanelActivations a = quantizePanelActivations(xNat, B, K, type);
 #if HEADROOM_GEMM8_X86
+    const bool useVnni = allowVnni && cpuHasAvxVnni();
     parallelFor(groups, threads, [&](std::uint64_t begin, std::uint64_t end) {
         std::vector<std::uint8_t> built(packed ? 0 : std::uint64_t{blocks} * panelBlockBytes(type));
         for (std::uint64_t g = begin; g < end; ++g) {
@@ -283,10 +225,12 @@ std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threa
             for (std::uint32_t b0 = 0; b0 < B; b0 += 4) {
                 const int count = static_cast<int>(std::min<std::uint32_t>(4, B - b0));
                 float out[4][kPanelRows];
-                if (fourBit)
-                    panelTileAny<true>(count, panel, blocks, a, b0, out);
+                if (useVnni)
+                    fourBit ? vnni::panelTileAny<true>(count, panel, blocks, a, b0, out)
+                            : vnni::panelTileAny<false>(count, panel, blocks, a, b0, out);
                 else
-                    panelTileAny<false>(count, panel, blocks, a, b0, out);
+                    fourBit ? avx2::panelTileAny<true>(count, panel, blocks, a, b0, out)
+                            : avx2::panelTileAny<false>(count, panel, blocks, a, b0, out);
                 for (int b = 0; b < count; ++b)
                     for (std::uint32_t r = 0; r < kPanelRows; ++r) {
                         const std::uint64_t n = n0 + r;
@@ -304,7 +248,7 @@ std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threa
         }
     });
 #else
-    (void)threads, (void)stride, (void)packed, (void)fourBit, (void)a;
+    (void)threads, (void)stride, (void)packed, (void)fourBit, (void)a, (void)allowVnni;
 #endif
     return groups * kPanelRows;
 }

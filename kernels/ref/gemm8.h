@@ -27,7 +27,8 @@ bool panelKernelsRun(const GemvArgs& args, bool quantizeActivations, bool useAvx
 /// q8_0 / q4_0, d unrounded for int8 / int4), each panel read or built once for the whole batch,
 /// register tiles of 8 rows x 4 batch rows. @p xNat: fp32 x [B][K]. Returns the first row not
 /// computed (the caller runs the N % 8 tail rows, which are as stored in every packing).
-std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads);
+/// @p allowVnni: use AVX-VNNI's vpdpbusd where the CPU has it (CpuOptions::vnni).
+std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads, bool allowVnni);
 
 /// Rows [8 g, 8 g + 8) of a q8_0 / q4_0 matrix in RowPacking::Interleaved8 (@p group: their
 /// 8 rowBytes bytes) written back as stored into @p rows [8][rowBytes] (the portable paths).

@@ -21,7 +21,7 @@ inline constexpr double kGemvFp32Nmse = 1e-9;
 inline constexpr double kGemvFp16Nmse = 1e-6;
 /// Runs one GEMV case on both CPU backends and checks the outputs.
 inline void checkGemv(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k, std::uint32_t batch, hk::OutputType yType,
-               std::uint32_t seed, bool quantizedActivations = false, double tolerance = -1) {
+               std::uint32_t seed, bool quantizedActivations = false, double tolerance = -1, bool vnni = true) {
     const std::vector<float> w = normalFloats(std::uint64_t{n} * k, seed);
     const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
     const std::vector<std::uint16_t> x = normalHalves(std::uint64_t{batch} * k, seed + 1);
@@ -36,6 +36,7 @@ inline void checkGemv(fmt::QuantLayout layout, std::uint32_t n, std::uint32_t k,
     // The portable loops on odd seeds, the AVX2 ones (where the CPU has them) on even seeds.
     hk::CpuOptions options{2, seed % 2 == 1};
     options.quantizeActivations = quantizedActivations;
+    options.vnni = vnni;
     REQUIRE(hk::gemvCpu(args, options) == hk::Status::Ok);
     const std::vector<float> ref = fp32 ? yRef : outputAsFloats(hRef.data(), yType, outCount);
     const std::vector<float> cpu = fp32 ? yCpu : outputAsFloats(hCpu.data(), yType, outCount);

@@ -141,6 +141,9 @@ TEST_CASE("q8_0 and q4_0 on 8-row panels equal the reference, packed or not, on 
             for (const std::uint32_t blocks : {1u, 3u, 7u})
                 for (const std::uint32_t batch : {1u, 2u, 4u, 5u, 16u, 17u}) {
                     checkPacked(layout, n, 32 * blocks, batch, hk::OutputType::Fp32, seed++, hk::CpuOptions{2});
+                    hk::CpuOptions noVnni{2};
+                    noVnni.vnni = false; // the AVX2 form on CPUs with AVX-VNNI too
+                    checkPacked(layout, n, 32 * blocks, batch, hk::OutputType::Fp32, seed++, noVnni);
                     if (batch >= 2) // the panels built per call from the rows as stored (AVX2 on even seeds)
                         checkGemv(layout, n, 32 * blocks, batch, hk::OutputType::Fp32, even += 2, true, kBlockDotNmse);
                 }

@@ -192,6 +192,7 @@ TEST_CASE("B >= 2 int8 / int4 GEMM on 8-row panels stays within the q8 error", "
         checkGemv(layout, 19, 4864, 16, hk::OutputType::Fp32, even += 2, true, kQ8Nmse);
         checkGemv(layout, 13, 129, 17, hk::OutputType::Fp16, even += 2, true, kGemvFp16Nmse + kQ8Nmse); // tail column
         checkGemv(layout, 29, 160, 3, hk::OutputType::Fp32, even += 1, true, kQ8Nmse);                   // portable
+        checkGemv(layout, 21, 416, 6, hk::OutputType::Fp32, even += 1, true, kQ8Nmse, false);            // AVX2, no VNNI
     }
 }
 

@@ -27,6 +27,10 @@ struct CpuOptions {
     /// q8_K blocks for q4_K/q6_K (formats/ggmlblocks.h); false keeps the exact fp32 path of the
     /// reference.
     bool quantizeActivations = true;
+    /// The 8-row panel kernels use AVX-VNNI (vpdpbusd: 4 int8 products summed into int32 in one
+    /// instruction, where AVX2 needs maddubs, madd and an add) when the CPU has it; false keeps
+    /// the AVX2 form (the same integer sums; tests both).
+    bool vnni = true;
 };
 
 /// True when packRows8 can pack matrices of @p layout (q8_0 and q4_0).
