@@ -184,10 +184,11 @@ void BM_Gemv(benchmark::State& state) {
 }
 
 /// Decode attention over one sequence of T tokens per KV head, Qwen2.5-0.5B's heads (H = 14,
-/// H_kv = 2, D = 64); Args: tokens T, paged (0/1), threads (0 = all). Bytes: K and V read once.
+/// H_kv = 2, D = 64); Args: tokens T, layout (0 contiguous, 1 paged with scattered blocks, 2 paged
+/// with the blocks in order), threads (0 = all). Bytes: K and V read once.
 void BM_Attention(benchmark::State& state) {
     const auto tokens = static_cast<std::uint32_t>(state.range(0));
-    const bool paged = state.range(1) != 0;
+    const auto paged = state.range(1);
     const auto threads = static_cast<unsigned>(state.range(2));
     constexpr std::uint32_t H = 14, Hkv = 2, D = 64, blockTokens = hk::kDefaultKvBlockTokens;
     const double cRead = readBandwidth();
@@ -200,7 +201,7 @@ void BM_Attention(benchmark::State& state) {
     const std::uint32_t blocks = (tokens + blockTokens - 1) / blockTokens;
     std::vector<std::int32_t> table(blocks), seqLens{static_cast<std::int32_t>(tokens)};
     for (std::uint32_t i = 0; i < blocks; ++i)
-        table[i] = static_cast<std::int32_t>((i * 7919u) % blocks); // scattered blocks
+        table[i] = static_cast<std::int32_t>(paged == 2 ? i : (i * 7919u) % blocks); // scattered blocks (2: in order)
     std::vector<std::uint16_t> kPool(std::uint64_t{blocks} * Hkv * blockTokens * D), vPool(kPool.size());
     for (std::uint32_t h = 0; h < Hkv; ++h)
         for (std::uint32_t t = 0; t < tokens; ++t) {
@@ -247,8 +248,9 @@ const char* const kFormatNames[] = {"fp16", "int8-tensor", "int8-row", "int8-g12
                                     "q8_0", "q4_0", "q4_K", "q6_K", "q8_0-x8", "q4_0-x8"};
 
 void registerAll() {
-    for (const int paged : {0, 1})
-        benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") + (paged ? "paged" : "contiguous")).c_str(),
+    for (const int paged : {0, 1, 2})
+        benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") +
+                                      (paged == 2 ? "paged-in-order" : paged ? "paged" : "contiguous")).c_str(),
                                      BM_Attention)
             ->Args({32768, paged, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
     const auto gemv = [](int f, int batch, int threads, int shape) {

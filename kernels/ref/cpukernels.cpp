@@ -349,8 +349,7 @@ inline void attentionPairs8(const DecodeAttentionArgs& args, std::uint64_t begin
         std::fill(sum.begin(), sum.end(), 0.0f);
         for (std::uint32_t t0 = 0; t0 < tokens; t0 += kAttentionTile) {
             const std::uint32_t n = std::min(kAttentionTile, tokens - t0);
-            for (std::uint32_t i = 0; i < n; ++i)
-                decodeHalves(detail::kvRow(args, args.k, b, kvHead, t0 + i), rows.data() + std::uint64_t{i} * D, D);
+            decodeTile(args, args.k, b, kvHead, t0, n, rows.data());
             for (std::uint32_t g = 0; g < G; ++g) {
                 float* sc = scores.data() + std::uint64_t{g} * kAttentionTile;
                 const float* qg = q.data() + std::uint64_t{g} * D;
@@ -376,8 +375,7 @@ inline void attentionPairs8(const DecodeAttentionArgs& args, std::uint64_t begin
                     tileSum += sc[i];
                 sum[g] += tileSum;
             }
-            for (std::uint32_t i = 0; i < n; ++i)
-                decodeHalves(detail::kvRow(args, args.v, b, kvHead, t0 + i), rows.data() + std::uint64_t{i} * D, D);
+            decodeTile(args, args.v, b, kvHead, t0, n, rows.data());
             for (std::uint32_t g = 0; g < G; ++g)
                 weightedSumAll(acc.data() + std::uint64_t{g} * D, scores.data() + std::uint64_t{g} * kAttentionTile, rows.data(), n, D);
         }

@@ -3,6 +3,7 @@
 
 #include "headroom/kernels/types.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace headroom::kernels::detail {
@@ -15,6 +16,24 @@ inline const std::uint16_t* kvRow(const DecodeAttentionArgs& args, const std::ui
         return base + ((std::uint64_t{b} * args.numKvHeads + kvHead) * args.maxTokens + t) * D;
     const std::int32_t block = args.blockTable[std::uint64_t{b} * args.maxBlocksPerSeq + t / args.blockTokens];
     return base + ((static_cast<std::uint64_t>(block) * args.numKvHeads + kvHead) * args.blockTokens + t % args.blockTokens) * D;
+}
+
+/// Calls fn(first, rows, count) for the tokens [t0, t0 + n) of KV head @p kvHead of sequence
+/// @p b in runs that lie back to back in @p base: one run for the contiguous layout, one per
+/// block of the paged layout (the block table is read once per block, not once per token);
+/// @p rows points at token @p first's row [count][D].
+template <class Fn>
+inline void forKvRuns(const DecodeAttentionArgs& args, const std::uint16_t* base, std::uint32_t b, std::uint32_t kvHead,
+                      std::uint32_t t0, std::uint32_t n, Fn&& fn) {
+    if (args.layout == KvLayout::Contiguous) {
+        fn(t0, kvRow(args, base, b, kvHead, t0), n);
+        return;
+    }
+    for (std::uint32_t t = t0; t < t0 + n;) {
+        const std::uint32_t count = std::min(t0 + n - t, args.blockTokens - t % args.blockTokens);
+        fn(t, kvRow(args, base, b, kvHead, t), count);
+        t += count;
+    }
 }
 
 /// InvalidArgument when a sequence length is outside 1..maxSeqTokens() or a used block id is
