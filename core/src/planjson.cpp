@@ -59,7 +59,8 @@ nlohmann::json planJsonObject(const PlanResult& p)
         case SettingType::Size: settings[v.key] = v.integer; break;
         case SettingType::Number: settings[v.key] = v.number; break;
         case SettingType::Boolean: settings[v.key] = v.integer != 0; break;
-        case SettingType::Choice: settings[v.key] = v.text; break;
+        case SettingType::Choice:
+        case SettingType::List: settings[v.key] = v.text; break;
         }
     }
     j["engine_settings"] = settings;

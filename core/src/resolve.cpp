@@ -32,6 +32,13 @@ ModelProfile modelProfileFromImport(const ImportedModel& m)
     p.contentHash = m.contentHash;
     p.warnings = m.warnings;
     p.defaultFormat = m.weightFormatId.value_or("");
+    if (m.format == "gguf") {
+        std::vector<std::string> names;
+        names.reserve(m.tensors.size());
+        for (const ImportedTensor& t : m.tensors)
+            names.push_back(t.name);
+        p.ggufTensorOrder = classifyGgufTensorOrder(names);
+    }
     if (m.exactWeights) {
         ExactWeights w;
         w.totalBytes = m.weightsBytes;

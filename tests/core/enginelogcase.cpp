@@ -348,6 +348,16 @@ tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, co
     } else {
         return tl::unexpected(c.file + ": /model: expected \"profile\" or \"config\"");
     }
+    // The writer's tensor order of the case's GGUF file (modelprofile.h GgufTensorOrder), when the
+    // case names it ("sorted", "convert", "ollama"): a fact of the file, said with its reason in the note.
+    if (c.model.contains("gguf_tensor_order")) {
+        const json& o = c.model.at("gguf_tensor_order");
+        const auto order = o.is_string() ? ggufTensorOrderFromId(o.get<std::string>()) : std::nullopt;
+        if (!order)
+            return tl::unexpected(c.file + ": /model/gguf_tensor_order: expected \"sorted\", \"convert\" or \"ollama\", found "
+                                  + o.dump());
+        r.model.ggufTensorOrder = *order;
+    }
     auto format = resolveFormat(c.weights, r.model);
     if (!format)
         return tl::unexpected(c.file + ": /weights: " + format.error());

@@ -172,3 +172,116 @@ TEST_CASE("llama.cpp on the CPU: Q4_0 matrices are held twice (mapped pages + AV
     o.cpuRepack = true;
     CHECK(llamacpp::offload(a, *findFormat("q8_0"), context4k(), o).hostRepackBytes.value == 0);
 }
+
+TEST_CASE("GGUF tensor order: read from the file's names in offset order", "[llamacpp][offload][gguf-order]")
+{
+    using O = GgufTensorOrder;
+    // llama-quantize since PR #9935 (weight_name_comparer): outside tensors first, by name.
+    CHECK(classifyGgufTensorOrder({"output.weight", "output_norm.weight", "token_embd.weight", "blk.0.attn_k.weight",
+                                   "blk.1.attn_k.weight"})
+          == O::LayerSorted);
+    // convert_hf_to_gguf: token_embd first, output_norm and output after the blocks.
+    CHECK(classifyGgufTensorOrder({"token_embd.weight", "blk.0.attn_q.weight", "blk.1.attn_q.weight",
+                                   "output_norm.weight", "output.weight"})
+          == O::Converted);
+    // Ollama's WriteGGUF: the blocks, then the rest by name.
+    CHECK(classifyGgufTensorOrder({"blk.0.attn_q.weight", "blk.1.attn_q.weight", "output.weight",
+                                   "output_norm.weight", "token_embd.weight"})
+          == O::OllamaSorted);
+    CHECK(classifyGgufTensorOrder({"token_embd.weight", "output.weight"}) == O::Unknown); // no blocks
+    CHECK(classifyGgufTensorOrder({"blk.0.x", "output.weight", "blk.1.x", "token_embd.weight"}) == O::Unknown);
+    CHECK(ggufTensorOrderFromId("convert") == O::Converted);
+    CHECK(ggufTensorOrderFromId(ggufTensorOrderId(O::OllamaSorted)) == O::OllamaSorted);
+    CHECK_FALSE(ggufTensorOrderFromId("alphabetical").has_value());
+}
+
+TEST_CASE("llama.cpp GGUF names of the block tensors (the sort key of llama-quantize's order)", "[llamacpp][offload][gguf-order]")
+{
+    const Architecture a = test::llama31_8b();
+    std::vector<std::string> names;
+    for (const TensorSpec& t : listTensors(a))
+        if (t.layer <= 0)
+            names.push_back(llamacpp::ggufTensorName(t));
+    const std::vector<std::string> expected = {
+        "token_embd.weight",        "blk.0.attn_norm.weight", "blk.0.ffn_norm.weight", "blk.0.attn_q.weight",
+        "blk.0.attn_k.weight",      "blk.0.attn_v.weight",    "blk.0.attn_output.weight", "blk.0.ffn_gate.weight",
+        "blk.0.ffn_up.weight",      "blk.0.ffn_down.weight",  "output_norm.weight",    "output.weight"};
+    CHECK(names == expected);
+}
+
+TEST_CASE("llama.cpp with mmap: CPU_Mapped spans the file from the first to the last CPU tensor", "[llamacpp][offload][gguf-order]")
+{
+    const Architecture a = test::llama31_8b(); // 32 layers, untied
+    const WeightFormat f = *findFormat("q4_0");
+    const Bytes file = priceWeights(a, f).totalBytes;
+    llamacpp::OffloadSettings o;
+    o.gpuLayers = 8;
+    o.outputFirst = false; // before PR #18148: layers 24..31 on the GPU, the output layer on the CPU
+
+    o.tensorOrder = GgufTensorOrder::Converted; // token_embd ... blocks ... output: the range is the whole file
+    const llamacpp::OffloadBill converted = llamacpp::offload(a, f, context4k(), o);
+    CHECK(converted.hostMappedBytes == file);
+    CHECK(converted.host.weightsBytes + converted.gpu.weightsBytes == file);
+    CHECK_FALSE(converted.tensorOrderAssumed);
+
+    o.tensorOrder = GgufTensorOrder::OllamaSorted; // blocks, then output/output_norm/token_embd: whole file too
+    CHECK(llamacpp::offload(a, f, context4k(), o).hostMappedBytes == file);
+
+    o.tensorOrder = GgufTensorOrder::LayerSorted; // outside tensors first, then blk.0..23: contiguous
+    const llamacpp::OffloadBill sorted = llamacpp::offload(a, f, context4k(), o);
+    CHECK(sorted.hostMappedBytes == sorted.host.weightsBytes);
+
+    o.tensorOrder = GgufTensorOrder::Unknown; // priced as llama-quantize's order, and said so
+    const llamacpp::OffloadBill assumed = llamacpp::offload(a, f, context4k(), o);
+    CHECK(assumed.hostMappedBytes == sorted.hostMappedBytes);
+    CHECK(assumed.tensorOrderAssumed);
+
+    // Current builds put the output layer on the GPU first: the CPU keeps token_embd + blk.0..k,
+    // contiguous in both orders.
+    o.outputFirst = true;
+    o.tensorOrder = GgufTensorOrder::Converted;
+    const llamacpp::OffloadBill current = llamacpp::offload(a, f, context4k(), o);
+    CHECK(current.hostMappedBytes == current.host.weightsBytes);
+
+    o.mmap = false; // --no-mmap: a CPU buffer of the CPU tensors alone
+    o.outputFirst = false;
+    CHECK(llamacpp::offload(a, f, context4k(), o).hostMappedBytes == converted.host.weightsBytes);
+}
+
+TEST_CASE("llama.cpp --tensor-split: layers by the normalised split points, the output layer on the last GPU", "[llamacpp][offload][tensor-split]")
+{
+    // llama.cpp#11200 (b4462): 64 layers, -ngl 99 -ts 10,6: split points 0.625, 1; layer il goes to
+    // the first point above il / 65: CUDA0 layers 0..40 (41), CUDA1 41..63 and the output layer.
+    Architecture a = test::llama31_8b();
+    a.layers = 64;
+    const WeightFormat f = *findFormat("q8_0");
+    llamacpp::OffloadSettings o;
+    o.gpuLayers = 99;
+    o.tensorSplit = {10, 6};
+    const llamacpp::OffloadBill b = llamacpp::offload(a, f, context4k(), o);
+    REQUIRE(b.devices.size() == 2);
+    CHECK(b.devicesLayers == std::vector<std::uint32_t>{41, 24});
+    CHECK(b.outputDevice == 1);
+    const std::vector<Bytes> kv = llamacpp::kvBytesPerLayer(a, context4k());
+    CHECK(b.devices[0].kvBytes.value == 41 * kv[0].value);
+    CHECK(b.devices[1].kvBytes.value == 23 * kv[0].value);
+    CHECK(b.gpu.weightsBytes == b.devices[0].weightsBytes + b.devices[1].weightsBytes);
+    CHECK(b.devices[1].weightsBytes.value > b.devices[0].weightsBytes.value / 2); // the output layer is on CUDA1
+    CHECK(llamacpp::busiestDeviceBytes(b) == std::max(b.devices[0].totalBytes(), b.devices[1].totalBytes()));
+    CHECK(llamacpp::offloadFlags(b, o) == "-ngl 65 --tensor-split 10,6");
+
+    // A 3090 + a 3060 at 3,1 with 20 of 33 layers on the GPUs (current build: the output layer first).
+    Architecture small = test::llama31_8b();
+    o.gpuLayers = 20;
+    o.tensorSplit = {3, 1};
+    const llamacpp::OffloadBill s = llamacpp::offload(small, f, context4k(), o);
+    CHECK(s.devicesLayers == std::vector<std::uint32_t>{15, 5}); // (il - 13) / 20 < 0.75: layers 13..27
+    CHECK(s.outputDevice == 1);
+    CHECK(s.host.kvBytes.value == 13 * llamacpp::kvBytesPerLayer(small, context4k())[0].value);
+
+    CHECK(llamacpp::parseTensorSplit("3,1") == std::vector<double>{3, 1});
+    CHECK(llamacpp::parseTensorSplit("10/6") == std::vector<double>{10, 6});
+    CHECK_FALSE(llamacpp::parseTensorSplit("3,,1").has_value());
+    CHECK_FALSE(llamacpp::parseTensorSplit("-1,1").has_value());
+    CHECK_FALSE(llamacpp::parseTensorSplit("1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1").has_value());
+}

@@ -43,6 +43,9 @@ const std::vector<SettingSpec>& llamaSettings()
                  {"nkvo"}),
         makeSpec("no-repack", SettingType::Boolean, "false",
                  "no AVX2 repack copy of Q4_0/Q4_K/IQ4_NL host weights (CPU_REPACK buffer)", 0, 0, {}, {"nr"}),
+        makeSpec("tensor-split", SettingType::List, "",
+                 "each GPU's share of the offloaded layers, in device order (\"3,1\"); default: one GPU", 0, 0, {},
+                 {"ts"}),
         makeSpec("fit-target", SettingType::Integer, "", "MiB kept free per device by --fit; default: the profile's (1024)",
                  0, 1 << 24, {}, {"fitt"}),
     };
@@ -223,6 +226,11 @@ private:
         o.kvOffload = !s.boolean("no-kv-offload").value_or(false);
         o.outputFirst = llamacpp::offloadsOutputFirst(in.request.engine.requestedVersion);
         o.cpuRepack = !s.boolean("no-repack").value_or(false);
+        o.tensorOrder = in.request.model.ggufTensorOrder;
+        if (auto ts = s.text("tensor-split"); ts && !ts->empty())
+            if (auto parsed = llamacpp::parseTensorSplit(*ts))
+                o.tensorSplit = *parsed;
+        const bool split = o.tensorSplit.size() > 1;
         Bytes runtime; // the items besides the compute buffer, which the split prices per side
         for (const OverheadItem& i : b.overheads)
             if (i.name != "compute_buffer")
@@ -235,44 +243,83 @@ private:
             fitted.ctxSizeTokens = std::min(ctx.ctxSizeTokens, checkedMul(in.request.engine.minContextTokens, 1));
         const llamacpp::OffloadBill full = llamacpp::offload(in.arch, in.request.format, fitted, o);
         const bool asked = s.given("n-gpu-layers") || in.request.gpuLayers.has_value();
-        if (!asked && full.gpu.totalBytes() <= budget && o.cpuMoeLayers == 0 && o.kvOffload)
+        if (!asked && llamacpp::busiestDeviceBytes(full) <= budget && o.cpuMoeLayers == 0 && o.kvOffload && !split)
             return;
         o.gpuLayers = asked ? static_cast<std::int64_t>(*s.integer("n-gpu-layers"))
                             : llamacpp::maxGpuLayers(in.arch, in.request.format, fitted, o, budget);
-        const llamacpp::OffloadBill split = llamacpp::offload(in.arch, in.request.format, fitted, o);
-        if (!asked && split.offloadedLayers >= split.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload)
+        const llamacpp::OffloadBill bill = llamacpp::offload(in.arch, in.request.format, fitted, o);
+        if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split)
             return;
+        devicesFigures(bill, b);
         const std::string src = "src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp";
         const std::uint64_t perSeq = fitted.ctxSizeTokens / std::max<std::uint32_t>(fitted.parallel, 1);
         b.figures.push_back({"offload_context_tokens", static_cast<double>(perSeq), "tokens",
                              "llama_context: n_ctx_seq = " + std::to_string(perSeq), src});
-        b.figures.push_back({"offload_gpu_layers", static_cast<double>(split.offloadedLayers), "layers",
-                             "load_tensors: offloaded " + std::to_string(split.offloadedLayers) + "/"
-                                 + std::to_string(split.totalLayers) + " layers to GPU", src});
-        b.figures.push_back({"gpu_weights_bytes", static_cast<double>(split.gpu.weightsBytes.value), "bytes",
-                             "load_tensors: CUDA0 model buffer size = " + mib(split.gpu.weightsBytes), src});
-        b.figures.push_back({"host_weights_bytes", static_cast<double>(split.host.weightsBytes.value), "bytes",
+        b.figures.push_back({"offload_gpu_layers", static_cast<double>(bill.offloadedLayers), "layers",
+                             "load_tensors: offloaded " + std::to_string(bill.offloadedLayers) + "/"
+                                 + std::to_string(bill.totalLayers) + " layers to GPU", src});
+        b.figures.push_back({"gpu_weights_bytes", static_cast<double>(bill.gpu.weightsBytes.value), "bytes",
+                             "load_tensors: CUDA0 model buffer size = " + mib(bill.gpu.weightsBytes), src});
+        b.figures.push_back({"host_weights_bytes", static_cast<double>(bill.hostMappedBytes.value), "bytes",
                              std::string("load_tensors: ") + (o.mmap ? "CPU_Mapped" : "CPU") + " model buffer size = "
-                                 + mib(split.host.weightsBytes), src});
-        b.figures.push_back({"gpu_kv_buffer_bytes", static_cast<double>(split.gpu.kvBytes.value), "bytes",
-                             "llama_kv_cache: CUDA0 KV buffer size = " + mib(split.gpu.kvBytes), src});
-        b.figures.push_back({"host_kv_buffer_bytes", static_cast<double>(split.host.kvBytes.value), "bytes",
-                             "llama_kv_cache: CPU KV buffer size = " + mib(split.host.kvBytes), src});
-        b.figures.push_back({"host_split_compute_buffer_bytes", static_cast<double>(split.host.computeBytes.value), "bytes",
-                             "sched_reserve: CUDA_Host compute buffer size = " + mib(split.host.computeBytes), src});
-        if (split.hostRepackBytes.value > 0)
-            b.figures.push_back({"host_repack_bytes", static_cast<double>(split.hostRepackBytes.value), "bytes",
-                                 "load_tensors: CPU_REPACK model buffer size = " + mib(split.hostRepackBytes),
+                                 + mib(bill.hostMappedBytes)
+                                 + (o.mmap && bill.tensorOrderAssumed ? " (file order assumed: llama-quantize's)" : ""),
+                             "src/llama-model-loader.cpp get_mapping_range"});
+        b.figures.push_back({"gpu_kv_buffer_bytes", static_cast<double>(bill.gpu.kvBytes.value), "bytes",
+                             "llama_kv_cache: CUDA0 KV buffer size = " + mib(bill.gpu.kvBytes), src});
+        b.figures.push_back({"host_kv_buffer_bytes", static_cast<double>(bill.host.kvBytes.value), "bytes",
+                             "llama_kv_cache: CPU KV buffer size = " + mib(bill.host.kvBytes), src});
+        b.figures.push_back({"host_split_compute_buffer_bytes", static_cast<double>(bill.host.computeBytes.value), "bytes",
+                             "sched_reserve: CUDA_Host compute buffer size = " + mib(bill.host.computeBytes), src});
+        if (bill.hostRepackBytes.value > 0)
+            b.figures.push_back({"host_repack_bytes", static_cast<double>(bill.hostRepackBytes.value), "bytes",
+                                 "load_tensors: CPU_REPACK model buffer size = " + mib(bill.hostRepackBytes),
                                  "ggml/src/ggml-cpu/repack.cpp (AVX2)"});
-        const Bytes host = split.host.totalBytes() + split.hostOutputBytes + split.hostRepackBytes;
-        b.notes.push_back("layer split: " + std::to_string(split.offloadedLayers) + "/" + std::to_string(split.totalLayers)
-                          + " layers on the GPU (" + llamacpp::offloadFlags(split, o) + "), " + formatBytes(host)
-                          + " in host memory: weights " + formatBytes(split.host.weightsBytes)
-                          + (split.hostWeightsMapped ? " (mapped file pages with mmap, not a copy)" : "")
-                          + (split.hostRepackBytes.value > 0
-                                 ? " + their AVX2 repack copy " + formatBytes(split.hostRepackBytes) + " (CPU_REPACK; -nr to skip)"
+        const Bytes host = bill.host.totalBytes() + bill.hostOutputBytes + bill.hostRepackBytes;
+        b.notes.push_back("layer split: " + std::to_string(bill.offloadedLayers) + "/" + std::to_string(bill.totalLayers)
+                          + " layers on the GPU (" + llamacpp::offloadFlags(bill, o) + "), " + formatBytes(host)
+                          + " in host memory: weights " + formatBytes(bill.host.weightsBytes)
+                          + (bill.hostWeightsMapped
+                                 ? " (mapped file pages with mmap, not a copy; the mapping spans "
+                                     + formatBytes(bill.hostMappedBytes) + " of the file"
+                                     + (bill.tensorOrderAssumed ? ", file order assumed: llama-quantize's (layer, name) order)"
+                                                                 : std::string(", in the file's own tensor order (")
+                                                                       + ggufTensorOrderId(o.tensorOrder) + "))")
                                  : std::string())
-                          + ", KV " + formatBytes(split.host.kvBytes) + ", compute " + formatBytes(split.host.computeBytes));
+                          + (bill.hostRepackBytes.value > 0
+                                 ? " + their AVX2 repack copy " + formatBytes(bill.hostRepackBytes) + " (CPU_REPACK; -nr to skip)"
+                                 : std::string())
+                          + ", KV " + formatBytes(bill.host.kvBytes) + ", compute " + formatBytes(bill.host.computeBytes));
+    }
+
+    // With --tensor-split: each GPU's load_tensors / llama_kv_cache line ("CUDA1 model buffer size",
+    // "CUDA1 KV buffer size") and its layers, as figures cudaN_weights_bytes, cudaN_kv_buffer_bytes,
+    // cudaN_layers.
+    static void devicesFigures(const llamacpp::OffloadBill& bill, EngineBill& b)
+    {
+        if (bill.devices.size() < 2)
+            return;
+        const std::string src = "src/llama-model.cpp load_tensors (tensor_split points)";
+        for (std::size_t d = 0; d < bill.devices.size(); ++d) {
+            const std::string dev = "CUDA" + std::to_string(d);
+            const std::string id = "cuda" + std::to_string(d);
+            const llamacpp::SideBill& side = bill.devices[d];
+            b.figures.push_back({id + "_layers", static_cast<double>(bill.devicesLayers[d]), "layers",
+                                 dev + ": " + std::to_string(bill.devicesLayers[d]) + " layers", src});
+            b.figures.push_back({id + "_weights_bytes", static_cast<double>(side.weightsBytes.value), "bytes",
+                                 "load_tensors: " + dev + " model buffer size = " + mib(side.weightsBytes), src});
+            b.figures.push_back({id + "_kv_buffer_bytes", static_cast<double>(side.kvBytes.value), "bytes",
+                                 "llama_kv_cache: " + dev + " KV buffer size = " + mib(side.kvBytes), src});
+            b.figures.push_back({id + "_compute_buffer_bytes", static_cast<double>(side.computeBytes.value), "bytes",
+                                 "sched_reserve: " + dev + " compute buffer size = " + mib(side.computeBytes)
+                                     + " (estimate: one device's reserve graph, logits on the output layer's GPU)",
+                                 src});
+        }
+        std::string per;
+        for (std::size_t d = 0; d < bill.devices.size(); ++d)
+            per += (d ? ", CUDA" : "CUDA") + std::to_string(d) + " " + std::to_string(bill.devicesLayers[d]) + " layers "
+                   + formatBytes(bill.devices[d].totalBytes());
+        b.notes.push_back("tensor split: " + per + (bill.outputDevice >= 0 ? "; the output layer on CUDA" + std::to_string(bill.outputDevice) : std::string()));
     }
 
     // The MLA cache of a build (llamacppmemory.h MlaCache): full per-head K and V before PR #12801

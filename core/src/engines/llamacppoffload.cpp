@@ -3,6 +3,9 @@
 #include "headroom/core/parameters.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 namespace headroom::llamacpp {
 
@@ -31,6 +34,122 @@ bool isRepacked(const TensorSpec& t, const std::string& type)
     return type == "q4_0" || type == "q4_k" || type == "iq4_nl" || type == "mxfp4";
 }
 
+// A tensor of the file in its order, and whether the CPU keeps it.
+struct FileTensor {
+    std::string key;   // sort key of the writer's order
+    Bytes bytes;
+    bool onCpu = false;
+};
+
+// The span of get_mapping_range over @p tensors ordered as @p order writes them.
+Bytes mappedSpan(std::vector<FileTensor> tensors, GgufTensorOrder order)
+{
+    if (order != GgufTensorOrder::Converted)
+        std::stable_sort(tensors.begin(), tensors.end(),
+                         [](const FileTensor& a, const FileTensor& b) { return a.key < b.key; });
+    std::size_t first = tensors.size();
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (tensors[i].onCpu) {
+            first = std::min(first, i);
+            last = i;
+        }
+    Bytes out;
+    for (std::size_t i = first; i < tensors.size() && i <= last; ++i)
+        out += tensors[i].bytes;
+    return out;
+}
+
+// The sort key of a tensor in the writer's order: weight_name_comparer (llama-quantize: layer -1
+// first, then by layer, then by name) or Ollama's WriteGGUF (blocks by number, the rest last).
+std::string orderKey(const TensorSpec& t, GgufTensorOrder order)
+{
+    char layer[16];
+    const std::int64_t l = t.layer;
+    const bool outside = l < 0;
+    const std::int64_t rank = outside ? (order == GgufTensorOrder::OllamaSorted ? 9999999 : -1) : l;
+    std::snprintf(layer, sizeof layer, "%08lld", static_cast<long long>(rank + 1));
+    return std::string(layer) + ggufTensorName(t);
+}
+
+} // namespace
+
+std::string ggufTensorName(const TensorSpec& t)
+{
+    std::string suffix = t.name;
+    const std::string::size_type dot = suffix.rfind('.');
+    const std::string kind = dot == std::string::npos ? "weight" : suffix.substr(dot + 1);
+    if (t.role == TensorRole::TokenEmbedding)
+        return "token_embd." + kind;
+    if (t.role == TensorRole::PositionEmbedding)
+        return "position_embd." + kind;
+    if (t.role == TensorRole::Output)
+        return "output." + kind;
+    if (t.layer < 0)
+        return t.role == TensorRole::Norm ? "output_norm." + kind : t.name;
+    // gguf-py tensor_mapping.py: the block tensors of the Llama/Qwen/Mixtral/DeepSeek families.
+    static const std::pair<const char*, const char*> table[] = {
+        {"mlp.shared_experts.gate_proj", "ffn_gate_shexp"}, {"mlp.shared_experts.up_proj", "ffn_up_shexp"},
+        {"mlp.shared_experts.down_proj", "ffn_down_shexp"}, {"mlp.experts.gate_proj", "ffn_gate_exps"},
+        {"mlp.experts.up_proj", "ffn_up_exps"},            {"mlp.experts.down_proj", "ffn_down_exps"},
+        {"mlp.gate.", "ffn_gate_inp"},                     {"mlp.gate_proj", "ffn_gate"},
+        {"mlp.up_proj", "ffn_up"},                         {"mlp.down_proj", "ffn_down"},
+        {"mlp.fc1", "ffn_up"},                             {"mlp.fc2", "ffn_down"},
+        {"self_attn.q_a_layernorm", "attn_q_a_norm"},      {"self_attn.kv_a_layernorm", "attn_kv_a_norm"},
+        {"self_attn.q_a_proj", "attn_q_a"},                {"self_attn.q_b_proj", "attn_q_b"},
+        {"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"}, {"self_attn.kv_b_proj", "attn_kv_b"},
+        {"self_attn.q_proj", "attn_q"},                    {"self_attn.k_proj", "attn_k"},
+        {"self_attn.v_proj", "attn_v"},                    {"self_attn.o_proj", "attn_output"},
+        {"self_attn.q_norm", "attn_q_norm"},               {"self_attn.k_norm", "attn_k_norm"},
+        {"input_layernorm", "attn_norm"},                  {"post_attention_layernorm", "ffn_norm"},
+        {"pre_feedforward_layernorm", "ffn_norm"},         {"post_feedforward_layernorm", "post_ffw_norm"},
+    };
+    const std::string block = "blk." + std::to_string(t.layer) + ".";
+    for (const auto& [hf, gguf] : table)
+        if (t.name.find(hf) != std::string::npos)
+            return block + gguf + "." + kind;
+    const std::string prefix = "model.layers." + std::to_string(t.layer) + ".";
+    return block + (t.name.rfind(prefix, 0) == 0 ? t.name.substr(prefix.size()) : t.name);
+}
+
+namespace {
+
+// Which device llama.cpp gives layer @p il (the output layer is il = n_layer): -1 = the CPU, else
+// the GPU index (src/llama-model.cpp load_tensors get_layer_buft_list).
+struct LayerPlacement {
+    std::int64_t gpuStart = 0;       // i_gpu_start
+    std::int64_t active = 0;         // act_gpu_layers
+    std::vector<float> points;       // normalised cumulative split points (float, as llama.cpp)
+
+    int deviceOf(std::int64_t il) const
+    {
+        if (il < gpuStart || il - gpuStart >= active)
+            return -1;
+        const float at = static_cast<float>(il - gpuStart) / static_cast<float>(active);
+        const auto it = std::upper_bound(points.begin(), points.end(), at);
+        return static_cast<int>(std::min<std::ptrdiff_t>(it - points.begin(), static_cast<std::ptrdiff_t>(points.size()) - 1));
+    }
+};
+
+LayerPlacement placement(std::int64_t layers, std::int64_t ngl, bool outputFirst, const std::vector<double>& split)
+{
+    LayerPlacement p;
+    p.gpuStart = std::max<std::int64_t>((outputFirst ? layers + 1 : layers) - ngl, 0);
+    p.active = std::min<std::int64_t>(ngl, layers + 1);
+    std::vector<double> shares = split;
+    const bool allZero = std::all_of(shares.begin(), shares.end(), [](double x) { return !(x > 0); });
+    if (shares.empty() || allZero)
+        shares = {1.0};
+    float sum = 0;
+    for (double x : shares) {
+        sum += static_cast<float>(std::max(x, 0.0));
+        p.points.push_back(sum);
+    }
+    for (float& x : p.points)
+        x /= sum;
+    return p;
+}
+
 } // namespace
 
 OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
@@ -41,15 +160,19 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
     out.totalLayers = arch.layers + 1;
     const std::int64_t ngl = o.gpuLayers < 0 ? layers + 1 : std::min<std::int64_t>(o.gpuLayers, layers + 1);
     out.offloadedLayers = static_cast<std::uint32_t>(ngl);
-    if (o.outputFirst) {
-        out.firstGpuLayer = static_cast<std::uint32_t>(std::max<std::int64_t>(layers + 1 - ngl, 0));
-        out.outputOnGpu = ngl >= 1;
-    } else {
-        out.firstGpuLayer = static_cast<std::uint32_t>(std::max<std::int64_t>(layers - ngl, 0));
-        out.outputOnGpu = ngl > layers;
-    }
+    const LayerPlacement where = placement(layers, ngl, o.outputFirst, o.tensorSplit);
+    out.devices.assign(where.points.size(), SideBill{});
+    out.devicesLayers.assign(where.points.size(), 0);
+    out.firstGpuLayer = static_cast<std::uint32_t>(where.gpuStart);
+    out.outputDevice = where.deviceOf(layers);
+    out.outputOnGpu = out.outputDevice >= 0;
+    for (std::int64_t il = 0; il <= layers; ++il)
+        if (const int d = where.deviceOf(il); d >= 0)
+            ++out.devicesLayers[static_cast<std::size_t>(d)];
     out.hostWeightsMapped = o.mmap;
-    const auto onGpu = [&](std::int64_t il) { return il >= out.firstGpuLayer; };
+    const GgufTensorOrder order = o.tensorOrder == GgufTensorOrder::Unknown ? GgufTensorOrder::LayerSorted : o.tensorOrder;
+    out.tensorOrderAssumed = o.tensorOrder == GgufTensorOrder::Unknown;
+    std::vector<FileTensor> file;
 
     for (const TensorSpec& t : listTensors(arch)) {
         const PricedTensor priced = priceTensor(t, format, arch);
@@ -59,35 +182,86 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
             out.host.weightsBytes += b;
             // A tied lm_head is token_embd duplicated to the output layer's device (TENSOR_DUPLICATED).
             if (arch.tiedEmbeddings && out.outputOnGpu)
-                out.gpu.weightsBytes += b;
+                out.devices[static_cast<std::size_t>(out.outputDevice)].weightsBytes += b;
+            file.push_back({orderKey(t, order), b, true});
             continue;
         }
-        bool gpu = false;
+        int device = -1;
         if (t.layer >= 0)
-            gpu = onGpu(t.layer) && !(isRoutedExpert(t) && static_cast<std::uint32_t>(t.layer) < o.cpuMoeLayers);
+            device = isRoutedExpert(t) && static_cast<std::uint32_t>(t.layer) < o.cpuMoeLayers ? -1 : where.deviceOf(t.layer);
         else if (belongsToOutput(t))
-            gpu = out.outputOnGpu;
-        (gpu ? out.gpu.weightsBytes : out.host.weightsBytes) += b;
-        if (!gpu && o.cpuRepack && isRepacked(t, priced.type))
+            device = out.outputDevice;
+        (device >= 0 ? out.devices[static_cast<std::size_t>(device)].weightsBytes : out.host.weightsBytes) += b;
+        if (device < 0 && o.cpuRepack && isRepacked(t, priced.type))
             out.hostRepackBytes += b;
+        file.push_back({orderKey(t, order), b, device < 0});
     }
+    out.hostMappedBytes = o.mmap ? mappedSpan(std::move(file), order) : out.host.weightsBytes;
 
     const std::vector<Bytes> kv = kvBytesPerLayer(arch, context);
-    for (std::uint32_t il = 0; il < arch.layers; ++il)
-        (o.kvOffload && onGpu(il) ? out.gpu.kvBytes : out.host.kvBytes) += kv[il];
+    for (std::uint32_t il = 0; il < arch.layers; ++il) {
+        const int d = o.kvOffload ? where.deviceOf(il) : -1;
+        (d >= 0 ? out.devices[static_cast<std::size_t>(d)].kvBytes : out.host.kvBytes) += kv[il];
+    }
 
     const ComputeBill compute = computeBuffer(arch, context);
     out.hostOutputBytes = outputBufferBytes(arch, context);
     if (ngl == 0) {
         out.host.computeBytes = compute.totalBytes;
-    } else if (out.firstGpuLayer == 0 && o.kvOffload) {
-        out.gpu.computeBytes = compute.deviceBytes;
-        out.host.computeBytes = compute.hostPartBytes;
     } else {
-        // CPU layers run their attention and feed-forward on the host.
-        out.gpu.computeBytes = compute.deviceBytes;
-        out.host.computeBytes = compute.hostPartBytes + std::max(compute.attentionStageBytes, compute.ffnStageBytes);
+        for (std::size_t d = 0; d < out.devices.size(); ++d)
+            if (out.devicesLayers[d] > 0)
+                out.devices[d].computeBytes = static_cast<int>(d) == out.outputDevice || out.devices.size() == 1
+                                                  ? compute.deviceBytes
+                                                  : saturatingSub(compute.deviceBytes, compute.logitsBytes);
+        out.host.computeBytes = out.firstGpuLayer == 0 && o.kvOffload
+                                    ? compute.hostPartBytes
+                                    // CPU layers run their attention and feed-forward on the host.
+                                    : compute.hostPartBytes + std::max(compute.attentionStageBytes, compute.ffnStageBytes);
     }
+    for (const SideBill& d : out.devices) {
+        out.gpu.weightsBytes += d.weightsBytes;
+        out.gpu.kvBytes += d.kvBytes;
+        out.gpu.computeBytes += d.computeBytes;
+    }
+    return out;
+}
+
+Bytes busiestDeviceBytes(const OffloadBill& bill)
+{
+    Bytes out;
+    for (const SideBill& d : bill.devices)
+        out = std::max(out, d.totalBytes());
+    return bill.devices.empty() ? bill.gpu.totalBytes() : out;
+}
+
+tl::expected<std::vector<double>, std::string> parseTensorSplit(const std::string& text)
+{
+    std::vector<double> out;
+    std::string item;
+    const auto flush = [&]() -> std::optional<std::string> {
+        char* end = nullptr;
+        const double v = std::strtod(item.c_str(), &end);
+        if (item.empty() || end != item.c_str() + item.size() || !(v >= 0) || !(v < 1e9))
+            return "expected non-negative numbers separated by ',' or '/' (\"3,1\"), found \"" + item + "\"";
+        out.push_back(v);
+        item.clear();
+        return std::nullopt;
+    };
+    if (text.size() > 256)
+        return tl::unexpected(std::string("expected at most 256 characters, found ") + std::to_string(text.size()));
+    for (char c : text) {
+        if (c == ',' || c == '/') {
+            if (auto why = flush())
+                return tl::unexpected(*why);
+        } else {
+            item += c;
+        }
+    }
+    if (auto why = flush())
+        return tl::unexpected(*why);
+    if (out.size() > 16)
+        return tl::unexpected("expected at most 16 devices (llama_max_devices), found " + std::to_string(out.size()));
     return out;
 }
 
@@ -105,7 +279,7 @@ std::uint32_t maxGpuLayers(const Architecture& arch, const WeightFormat& format,
     for (std::int64_t n = arch.layers + 1; n >= 1; --n) {
         OffloadSettings trial = o;
         trial.gpuLayers = n;
-        if (offload(arch, format, context, trial).gpu.totalBytes() <= gpuBudget)
+        if (busiestDeviceBytes(offload(arch, format, context, trial)) <= gpuBudget)
             return static_cast<std::uint32_t>(n);
     }
     return 0;
@@ -118,6 +292,14 @@ std::string offloadFlags(const OffloadBill& bill, const OffloadSettings& o)
         out += " --n-cpu-moe " + std::to_string(o.cpuMoeLayers);
     if (!o.kvOffload)
         out += " --no-kv-offload";
+    if (o.tensorSplit.size() > 1) {
+        out += " --tensor-split ";
+        for (std::size_t i = 0; i < o.tensorSplit.size(); ++i) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%g", o.tensorSplit[i]);
+            out += (i ? "," : "") + std::string(buf);
+        }
+    }
     return out;
 }
 

@@ -123,6 +123,7 @@ const char* settingTypeDescription(SettingType type)
     case SettingType::Boolean: return "true or false";
     case SettingType::Size: return "a size in bytes (4294967296, 4GiB, 512MiB)";
     case SettingType::Choice: return "one of";
+    case SettingType::List: return "numbers separated by ',' or '/' (3,1)";
     }
     return "a value";
 }
@@ -152,7 +153,7 @@ std::optional<std::uint64_t> EngineSettings::integer(const std::string& key) con
 std::optional<double> EngineSettings::number(const std::string& key) const
 {
     const SettingValue* v = find(key);
-    if (!v || v->type == SettingType::Choice)
+    if (!v || v->type == SettingType::Choice || v->type == SettingType::List)
         return std::nullopt;
     return v->number;
 }
@@ -250,6 +251,25 @@ tl::expected<SettingValue, std::string> parseSettingValue(const SettingSpec& spe
                 list += (i ? ", " : "") + spec.choices[i];
             return tl::unexpected(where + ": expected one of " + list + ", found " + shown(text));
         }
+        v.text = text;
+        break;
+    }
+    case SettingType::List: {
+        std::size_t items = 0;
+        std::string item;
+        bool ok = !text.empty();
+        for (std::size_t i = 0; ok && i <= text.size(); ++i) {
+            if (i == text.size() || text[i] == ',' || text[i] == '/') {
+                const auto x = parseDecimal(item);
+                ok = x && *x >= 0 && ++items <= 16;
+                item.clear();
+            } else {
+                item += text[i];
+            }
+        }
+        if (!ok)
+            return tl::unexpected(where + ": expected at most 16 non-negative numbers separated by ',' or '/' (3,1), found "
+                                  + shown(text));
         v.text = text;
         break;
     }

@@ -11,11 +11,16 @@
 
 #include "headroom/core/architecture.h"
 #include "headroom/core/engines/llamacppmemory.h"
+#include "headroom/core/modelprofile.h"
+#include "headroom/core/parameters.h"
 #include "headroom/core/units.h"
 #include "headroom/core/weightformat.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include <tl/expected.hpp>
 
 namespace headroom::llamacpp {
 
@@ -36,6 +41,16 @@ struct OffloadSettings {
     /// CPU_REPACK buffer (ggml/src/ggml-cpu/repack.cpp ggml_repack_get_optimal_repack_type) while the
     /// mapped file stays mapped: those bytes are held twice.
     bool cpuRepack = true;
+    /// The order of the file's tensors, which decides the mapped span (OffloadBill::hostMappedBytes);
+    /// Unknown is priced as LayerSorted (llama-quantize's order since PR #9935).
+    GgufTensorOrder tensorOrder = GgufTensorOrder::Unknown;
+    /// --tensor-split/-ts ("3,1"): each GPU's share of the offloaded layers, in device order; empty
+    /// (or all zero) = one GPU. llama.cpp normalises the cumulative shares into split points and
+    /// gives the offloaded layer il device upper_bound(points, (il - i_gpu_start) / act_gpu_layers)
+    /// (src/llama-model.cpp load_tensors), so the output layer, counted last, lands on the last
+    /// device with a share. (Without -ts llama.cpp splits by each device's free memory: give the
+    /// free bytes as the shares.)
+    std::vector<double> tensorSplit;
 };
 
 /// Whether llama.cpp build @p version ("b4701", a commit, or empty = current) offloads the output
@@ -57,7 +72,14 @@ struct OffloadBill {
     std::uint32_t totalLayers = 0;     ///< M = n_layer + 1
     std::uint32_t firstGpuLayer = 0;   ///< i_gpu_start
     bool outputOnGpu = false;          ///< the output layer (lm_head, final norm; logits in its compute buffer)
-    SideBill gpu;                      ///< the GPU
+    SideBill gpu;                      ///< the GPU (with --tensor-split, the sum over the GPUs)
+    /// Each GPU's side in device order (one entry without --tensor-split): CUDA0, CUDA1, ...
+    /// model/KV buffers. Compute buffers: every GPU holding layers gets the device part of the
+    /// reserve graph, the logits only on the output layer's GPU (an estimate: not yet checked on
+    /// a multi-GPU log, where pipeline parallelism (n_copies = 4) changes them).
+    std::vector<SideBill> devices;
+    std::vector<std::uint32_t> devicesLayers; ///< offloaded layers per GPU (the output layer counted on its GPU)
+    int outputDevice = -1;             ///< the output layer's GPU, -1 = the host
     SideBill host;                     ///< the host, besides the output buffer
     Bytes hostOutputBytes;             ///< the logits output buffer (always host memory)
     Bytes tokenEmbeddingBytes;         ///< token_embd, always in host memory (part of host.weightsBytes)
@@ -66,6 +88,12 @@ struct OffloadBill {
     /// size"), on top of the mapped pages: a Q4_0 model on the CPU holds about 1.9x its tensor bytes
     /// (token_embd, norms and other types are not repacked).
     Bytes hostRepackBytes;
+    /// What "CPU_Mapped model buffer size" prints with mmap: the file's bytes from the first to the
+    /// last tensor the CPU keeps, in the file's order (src/llama-model-loader.cpp get_mapping_range),
+    /// GPU tensors between them included (mapped, read once to upload them, then left to the page
+    /// cache). Without mmap the CPU buffer holds the CPU tensors alone: host.weightsBytes.
+    Bytes hostMappedBytes;
+    bool tensorOrderAssumed = true;    ///< the file's order was not read (priced as llama-quantize's)
 };
 
 /// The split of @p arch in @p format under the context @p context and the offload @p offload.
@@ -76,13 +104,26 @@ struct OffloadBill {
 OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
                     const OffloadSettings& offload);
 
-/// The most GPU layers (-ngl, output layer counted) whose GPU side fits in @p gpuBudget bytes,
+/// The GGUF name llama.cpp gives the tensor @p t of listTensors ("blk.3.ffn_down_exps.weight",
+/// "token_embd.weight"), as convert_hf_to_gguf maps it (gguf-py/gguf/tensor_mapping.py); a name
+/// the table does not know keeps its Hugging Face suffix under "blk.N.". Used to order tensors
+/// as llama-quantize writes them.
+std::string ggufTensorName(const TensorSpec& t);
+
+/// The largest GPU side of @p bill (its one GPU without --tensor-split): what must fit a card.
+Bytes busiestDeviceBytes(const OffloadBill& bill);
+
+/// The most GPU layers (-ngl, output layer counted) whose busiest GPU fits in @p gpuBudget bytes,
 /// trying N = n_layer + 1 down to 0 (what --fit does with layers once the context is at its
 /// minimum). Returns 0 when not even the output layer fits.
 std::uint32_t maxGpuLayers(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
                            const OffloadSettings& offload, Bytes gpuBudget);
 
-/// "-ngl 28" (and " --n-cpu-moe N", " --no-kv-offload") for the launch flags.
+/// Parses llama.cpp's --tensor-split text ("3,1", "10/6": comma or slash separated non-negative
+/// numbers, at most 16 devices, as common/arg.cpp reads it); an error names what was found.
+tl::expected<std::vector<double>, std::string> parseTensorSplit(const std::string& text);
+
+/// "-ngl 28" (and " --n-cpu-moe N", " --no-kv-offload", " --tensor-split 3,1") for the launch flags.
 std::string offloadFlags(const OffloadBill& bill, const OffloadSettings& offload);
 
 } // namespace headroom::llamacpp

@@ -23,6 +23,7 @@ enum class SettingType {
     Boolean, ///< true/false, 1/0, on/off, yes/no; a bare KEY (no '=') means true
     Size,    ///< bytes: a whole number or a size with unit ("4GiB", "512MiB", "2GB")
     Choice,  ///< one of SettingSpec::choices (case-sensitive, as the engine accepts it)
+    List,    ///< non-negative numbers separated by ',' or '/' ("3,1": llama.cpp --tensor-split), at most 16
 };
 
 /// One setting an engine knows.
