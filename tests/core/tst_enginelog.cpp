@@ -91,6 +91,19 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
         return side("kv_buffer", figure[0] == 'h');
     if (figure == "layers_offload")
         return all("layers.offload", 1.0);
+    // One GPU's buffer of a tensor split: cudaN_{weights,kv_buffer,compute_buffer}_bytes.
+    if (figure.rfind("cuda", 0) == 0 && figure.size() > 11 && figure.compare(figure.size() - 6, 6, "_bytes") == 0) {
+        const std::string::size_type us = figure.find('_');
+        const std::string device = "CUDA" + figure.substr(4, us - 4);
+        std::string term = figure.substr(us + 1, figure.size() - 6 - us - 1);
+        if (term == "weights")
+            term = "model_buffer";
+        std::vector<double> v;
+        for (const LogTerm& t : log.terms)
+            if (t.name == term && t.device == device)
+                v.push_back(t.value / mib);
+        return v;
+    }
     if (figure == "memory_required_partial" || figure == "memory_required_full" || figure == "memory_weights_total")
         return all(figure == "memory_weights_total" ? "weights.total"
                                                     : (figure == "memory_required_full" ? "required.full" : "required.partial"),
