@@ -95,6 +95,57 @@ std::uint32_t slotColumn(fmt::QuantType type, std::uint32_t j) {
     }
 }
 
+#if HEADROOM_GEMM8_X86
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+/// One block of 32 activations quantized to int8 in @p q (column order) with its scale returned,
+/// bit for bit as the scalar forms: @p ggmlRounding as quantizeQ8_0Activations (q = roundf(x / d),
+/// half away from zero, d rounded to fp16 when returned), else d unrounded and q = lrint(x / d)
+/// (the current rounding mode: nearest even).
+float quantizeBlock32Avx2(const float* x, bool ggmlRounding, std::int8_t* q) {
+    const __m256 signBit = _mm256_set1_ps(-0.0f);
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        amax = _mm256_max_ps(amax, _mm256_andnot_ps(signBit, v[i]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    __m256i codes[4];
+    for (int i = 0; i < 4; ++i) {
+        const __m256 scaled = _mm256_mul_ps(v[i], _mm256_set1_ps(id));
+        __m256 rounded = _mm256_round_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (ggmlRounding) { // roundf: a tie (fraction exactly 0.5) goes away from zero, not to even
+            const __m256 truncated = _mm256_round_ps(scaled, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            const __m256 fraction = _mm256_andnot_ps(signBit, _mm256_sub_ps(scaled, truncated));
+            const __m256 tie = _mm256_cmp_ps(fraction, _mm256_set1_ps(0.5f), _CMP_EQ_OQ);
+            const __m256 away = _mm256_add_ps(truncated, _mm256_or_ps(_mm256_and_ps(signBit, scaled), _mm256_set1_ps(1.0f)));
+            rounded = _mm256_blendv_ps(rounded, away, tie);
+        }
+        codes[i] = _mm256_cvtps_epi32(rounded);
+    }
+    // int32 -> int8 with saturation (|code| <= 127 here); packs interleave the 128-bit lanes, the
+    // permute puts the 8 dwords back in column order.
+    const __m256i words = _mm256_packs_epi16(_mm256_packs_epi32(codes[0], codes[1]), _mm256_packs_epi32(codes[2], codes[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_permutevar8x32_epi32(words, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    return ggmlRounding ? fmt::roundToHalf(d) : d;
+}
+#pragma GCC pop_options
+#endif
+
+/// slotColumn of every position, per code width and nibble order.
+struct SlotTable {
+    std::uint8_t column[kBlockCols];
+    explicit SlotTable(fmt::QuantType type) : column{} {
+        for (std::uint32_t j = 0; j < kBlockCols; ++j)
+            column[j] = static_cast<std::uint8_t>(slotColumn(type, j));
+    }
+};
+
 /// B activation rows quantized per 32 columns, codes in slot order.
 struct PanelActivations {
     std::vector<std::int8_t> q;   ///< codes [B][K / 32][32], slot order (slotColumn)
@@ -105,8 +156,12 @@ struct PanelActivations {
 /// Quantizes @p x [B][K]: ggml's q8_0 activations for q8_0 / q4_0 (quantizeQ8_0Activations:
 /// d = max|x| / 127 rounded to fp16, q = roundf(x / d)), d unrounded and q = lrint(x / d) for
 /// int8 / int4 (as the B = 1 integer dots of cpukernels.cpp).
-PanelActivations quantizePanelActivations(const float* x, std::uint32_t B, std::uint32_t K, fmt::QuantType type) {
+PanelActivations quantizePanelActivations(const float* x, std::uint32_t B, std::uint32_t K, fmt::QuantType type,
+                                          bool useAvx2) {
     const std::uint32_t blocks = K / kBlockCols;
+    static const SlotTable q4Slots(fmt::QuantType::Q4_0), int4Slots(fmt::QuantType::Int4), byteSlots(fmt::QuantType::Int8);
+    const SlotTable& slots = type == fmt::QuantType::Q4_0 ? q4Slots : type == fmt::QuantType::Int4 ? int4Slots : byteSlots;
+    const bool ggml = fmt::isGgmlBlockType(type);
     PanelActivations a;
     a.q.resize(std::uint64_t{B} * blocks * kBlockCols);
     a.d.resize(std::uint64_t{B} * blocks);
@@ -116,7 +171,11 @@ PanelActivations quantizePanelActivations(const float* x, std::uint32_t B, std::
         for (std::uint32_t i = 0; i < blocks; ++i) {
             const float* xb = x + std::uint64_t{b} * K + std::uint64_t{i} * kBlockCols;
             const std::uint64_t at = std::uint64_t{b} * blocks + i;
-            if (fmt::isGgmlBlockType(type)) {
+            if (useAvx2) {
+#if HEADROOM_GEMM8_X86
+                a.d[at] = quantizeBlock32Avx2(xb, ggml, natural);
+#endif
+            } else if (ggml) {
                 a.d[at] = fmt::quantizeQ8_0Activations(xb, natural);
             } else {
                 float amax = 0.0f;
@@ -131,7 +190,7 @@ PanelActivations quantizePanelActivations(const float* x, std::uint32_t B, std::
             int sum = 0;
             std::int8_t* q = a.q.data() + at * kBlockCols;
             for (std::uint32_t j = 0; j < kBlockCols; ++j) {
-                q[j] = natural[slotColumn(type, j)];
+                q[j] = natural[slots.column[j]];
                 sum += q[j];
             }
             a.sum8[at] = 8 * sum;
@@ -216,7 +275,7 @@ std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threa
     const std::uint64_t stride = fmt::rowBytes(w.layout, K);
     const bool packed = w.packing == RowPacking::Interleaved8;
     const bool fourBit = codeBytes(type) == 16;
-    const PanelActivations a = quantizePanelActivations(xNat, B, K, type);
+    const PanelActivations a = quantizePanelActivations(xNat, B, K, type, HEADROOM_GEMM8_X86 != 0);
 #if HEADROOM_GEMM8_X86
     const bool useVnni = allowVnni && cpuHasAvxVnni();
     parallelFor(groups, threads, [&](std::uint64_t begin, std::uint64_t end) {

@@ -133,6 +133,30 @@ TEST_CASE("packRows8 lays q4_0 and q8_0 rows out as ggml's block_q4_0x8", "[kern
     CHECK(hk::packRows8(fmt::ggmlLayout(fmt::QuantType::Q4_0), 8, 0, bytes.data()) == hk::Status::InvalidArgument);
 }
 
+TEST_CASE("the panels quantize activations as ggml does, ties away from zero", "[kernels][ggml][gemv][panel]") {
+    if (!hk::cpuUsesAvx2())
+        return;
+    // max |x| = 127 gives d = 1: x / d = 2.5, -3.5, 0.5, -0.5 are exact ties, which roundf (ggml's
+    // quantize_row_q8_0) sends away from zero (3, -4, 1, -1) and round-to-even would not.
+    constexpr std::uint32_t n = 8, k = 32, batch = 2;
+    const std::vector<float> w = normalFloats(std::uint64_t{n} * k, 77);
+    std::vector<std::uint16_t> x(std::uint64_t{batch} * k, fmt::floatToHalf(0.0f));
+    const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 6.5f, -126.5f, 1.5f};
+    for (std::uint32_t b = 0; b < batch; ++b)
+        for (std::uint32_t j = 0; j < k; ++j)
+            x[b * k + j] = fmt::floatToHalf(ties[(j + b) % 8] * (j < 8 ? 1.0f : -1.0f));
+    for (const fmt::QuantType type : {fmt::QuantType::Q8_0, fmt::QuantType::Q4_0}) {
+        const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, fmt::ggmlLayout(type), 1);
+        std::vector<float> portable(std::uint64_t{batch} * n), panels(portable.size());
+        hk::GemvArgs args{m.view(), x.data(), batch, portable.data(), hk::OutputType::Fp32};
+        REQUIRE(hk::gemvCpu(args, hk::CpuOptions{1, true}) == hk::Status::Ok); // scalar roundf
+        args.y = panels.data();
+        REQUIRE(hk::gemvCpu(args, hk::CpuOptions{1, false}) == hk::Status::Ok);
+        for (std::size_t i = 0; i < portable.size(); ++i)
+            CHECK(panels[i] == Approx(portable[i]).epsilon(1e-6).margin(1e-5));
+    }
+}
+
 TEST_CASE("q8_0 and q4_0 on 8-row panels equal the reference, packed or not, on odd sizes", "[kernels][ggml][gemv][panel]") {
     std::uint32_t seed = 3000, even = 5000;
     for (const fmt::QuantType type : {fmt::QuantType::Q8_0, fmt::QuantType::Q4_0}) {
@@ -318,5 +342,6 @@ TEST_CASE("fast CPU GGML block dots equal the reference on odd sizes", "[kernels
         checkGemv(layout, 19, blockCols(type, 5), 17, hk::OutputType::Fp16, seed++, true, kGemvFp16Nmse + kBlockDotNmse);
         checkAvx2AgainstPortable(layout, 33, blockCols(type, 9), 1, seed++);
         checkAvx2AgainstPortable(layout, 5, blockCols(type, 2), 5, seed++);
+        checkAvx2AgainstPortable(layout, 19, blockCols(type, 4), 3, seed++); // q8_0 / q4_0: 8-row panels
     }
 }
