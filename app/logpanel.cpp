@@ -1,6 +1,5 @@
 #include "logpanel.h"
 
-#include "headroom/core/atomicfile.h"
 #include "headroom/core/kvcache.h"
 #include "headroom/core/weightformat.h"
 
@@ -134,6 +133,12 @@ void LogPanel::build()
     m_users = new QSpinBox;
     m_users->setRange(1, 1 << 16);
     m_users->setValue(16);
+    // The TP size, for the logs that do not print it (headroom-cli log --tp): 0 = as the log says.
+    m_tp = new QSpinBox;
+    m_tp->setRange(0, 4096);
+    m_tp->setSpecialValueText(QStringLiteral("as the log says"));
+    m_tp->setAccessibleName(QStringLiteral("Tensor parallel size, when the log does not print it"));
+    m_tp->setToolTip(QStringLiteral("GPUs the engine split the model across (tensor parallel), when the log does not print it"));
     m_leaveFree = new QDoubleSpinBox;
     m_leaveFree->setRange(0, 1024);
     m_leaveFree->setDecimals(2);
@@ -158,7 +163,8 @@ void LogPanel::build()
     add(0, 3, QStringLiteral("C&ard"), m_card);
     add(1, 0, QStringLiteral("&Context"), m_context);
     add(1, 1, QStringLiteral("&Users"), m_users);
-    add(1, 2, QStringLiteral("Leave &free"), m_leaveFree);
+    add(1, 2, QStringLiteral("&TP"), m_tp);
+    add(1, 3, QStringLiteral("Leave &free"), m_leaveFree);
     for (int column : {1, 3, 5, 7})
         choices->setColumnStretch(column, column == 1 || column == 7 ? 2 : 1);
 
@@ -175,7 +181,7 @@ void LogPanel::build()
     connect(paste, &QPushButton::clicked, this, &LogPanel::pasteFromClipboard);
     connect(m_save, &QPushButton::clicked, this, [this] {
         auto saved = saveCalibration();
-        m_status->setText(saved ? QStringLiteral("Saved the calibration to %1: plans on this card and engine use it").arg(*saved)
+        m_status->setText(saved ? QStringLiteral("Saved the calibration to %1: plans of this model on this card and engine use it").arg(*saved)
                                 : saved.error());
     });
     auto* shortcut = new QShortcut(QKeySequence::Paste, this);
@@ -183,7 +189,7 @@ void LogPanel::build()
     connect(shortcut, &QShortcut::activated, this, &LogPanel::pasteFromClipboard);
     for (QComboBox* c : {m_model, m_weights, m_kv, m_card})
         connect(c, &QComboBox::currentIndexChanged, this, &LogPanel::analyze);
-    for (QSpinBox* s : {m_context, m_users})
+    for (QSpinBox* s : {m_context, m_users, m_tp})
         connect(s, &QSpinBox::valueChanged, this, &LogPanel::analyze);
     connect(m_leaveFree, &QDoubleSpinBox::valueChanged, this, &LogPanel::analyze);
 }
@@ -275,6 +281,8 @@ LogReportOptions LogPanel::options() const
     if (m_context->value() > 0)
         o.contextTokens = static_cast<std::uint64_t>(m_context->value());
     o.users = static_cast<std::uint64_t>(m_users->value());
+    if (m_tp->value() > 0)
+        o.tensorParallel = static_cast<std::uint32_t>(m_tp->value());
     o.leaveFreeBytes = Bytes{static_cast<std::uint64_t>(m_leaveFree->value() * 1073741824.0)};
     return o;
 }
@@ -328,10 +336,13 @@ void LogPanel::showResult(const tl::expected<LogReport, LogReportError>& result)
     for (const std::string& w : m_report->log.warnings)
         h += QStringLiteral("<p>warning: %1</p>").arg(html(w));
     m_view->setHtml(h);
-    const bool canSave = !m_catalog.userProfilesDir().empty();
+    // A failed analysis is never saved (core saveCalibration refuses it too): the button says why.
+    const std::string& refusal = m_report->comparison.saveRefusal;
+    const bool canSave = !m_catalog.userProfilesDir().empty() && refusal.empty();
     m_save->setEnabled(canSave);
     m_save->setToolTip(canSave ? QString::fromStdString(calibrationPath(m_catalog.userProfilesDir(), m_report->comparison.calibration).string())
-                               : QStringLiteral("No user profiles folder in this session"));
+                       : !refusal.empty() ? QStringLiteral("Not saved: %1").arg(QString::fromStdString(refusal))
+                                          : QStringLiteral("No user profiles folder in this session"));
     m_status->setText(QString::fromStdString(m_report->log.summary()));
 }
 
@@ -352,12 +363,10 @@ tl::expected<QString, QString> LogPanel::saveCalibration()
     const std::filesystem::path dir = m_catalog.userProfilesDir();
     if (dir.empty())
         return tl::unexpected(QStringLiteral("No user profiles folder in this session"));
-    const std::filesystem::path out = calibrationPath(dir, m_report->comparison.calibration);
-    std::error_code ec;
-    std::filesystem::create_directories(out.parent_path(), ec);
-    if (auto w = writeFileAtomically(out, calibrationToJson(m_report->comparison.calibration)); !w)
-        return tl::unexpected(QString::fromStdString(w.error()));
-    return QString::fromStdString(out.string());
+    auto out = headroom::saveCalibration(m_report->comparison, dir);
+    if (!out)
+        return tl::unexpected(QString::fromStdString(out.error()));
+    return QString::fromStdString(out->string());
 }
 
 void LogPanel::dragEnterEvent(QDragEnterEvent* event)

@@ -58,6 +58,7 @@ public:
     QComboBox* cardCombo() const { return m_card; }
     QSpinBox* contextSpin() const { return m_context; }
     QSpinBox* usersSpin() const { return m_users; }
+    QSpinBox* tpSpin() const { return m_tp; }
     QPushButton* saveButton() const { return m_save; }
     /// Saves the calibration below the user profiles folder; the path, or an error.
     tl::expected<QString, QString> saveCalibration();
@@ -90,6 +91,7 @@ private:
     QComboBox* m_card = nullptr;
     QSpinBox* m_context = nullptr;
     QSpinBox* m_users = nullptr;
+    QSpinBox* m_tp = nullptr;
     QDoubleSpinBox* m_leaveFree = nullptr;
     QPushButton* m_save = nullptr;
     QLabel* m_status = nullptr;

@@ -8,6 +8,9 @@
 #include "headroom/core/profiles.h"
 #include "headroom/core/version.h"
 
+#include "headroom/core/remote/remotemodel.h"
+#include "headroom/remote/curlhttpclient.h"
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
@@ -59,6 +62,8 @@ int main(int argc, char** argv)
             }
         }
     }
+    // Models named by a hub repo or a URL are read over HTTP (headers only) as the CLI reads them.
+    headroom::setDefaultHttpClient(headroom::makeCurlHttpClient());
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("headroom"));
     QApplication::setApplicationName(QStringLiteral("headroom"));

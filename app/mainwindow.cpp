@@ -26,6 +26,8 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
+#include <QInputDialog>
+#include <QLineEdit>
 #include <QFileInfo>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -278,6 +280,9 @@ void MainWindow::buildMenus()
     import->setShortcut(QKeySequence::Open);
     QAction* folder = file->addAction(QStringLiteral("Import model &folder..."), this, &MainWindow::openImportFolderDialog);
     folder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_I));
+    // A model by name: a hub repo (ORG/NAME, hf://ORG/NAME[@REV][:TAG]), a GGUF URL or an Ollama
+    // name, read as the CLI reads it (local stores first, then headers over HTTP), off the GUI thread.
+    file->addAction(QStringLiteral("Open model by &name or URL..."), this, &MainWindow::openModelByNameDialog);
     m_recentMenu = file->addMenu(QStringLiteral("&Recent imports"));
     file->addSeparator();
     file->addAction(QStringLiteral("Open engine &log..."), this, [this] {
@@ -404,6 +409,19 @@ void MainWindow::openImportDialog()
                                                       QStringLiteral("Model files (config.json *.json *.gguf *.safetensors);;All files (*)"));
     if (!path.isEmpty())
         importModel(path);
+}
+
+void MainWindow::openModelByNameDialog()
+{
+    bool ok = false;
+    const QString name = QInputDialog::getText(
+        this, QStringLiteral("Open model by name or URL"),
+        QStringLiteral("A Hugging Face repo (ORG/NAME, hf://ORG/NAME:Q4_K_M), a GGUF URL (https://.../model.gguf) or an Ollama "
+                       "model (NAME:TAG).\nLocal hub cache and Ollama store first; otherwise only the headers are read over HTTP "
+                       "(HF_TOKEN, HF_ENDPOINT)."),
+        QLineEdit::Normal, QString(), &ok);
+    if (ok && !name.trimmed().isEmpty())
+        importModel(name.trimmed());
 }
 
 void MainWindow::openImportFolderDialog()

@@ -128,6 +128,8 @@ private:
     void exportReport();
     void openImportDialog();
     void openImportFolderDialog();
+    /// Asks for a model name or URL (hub repo, GGUF URL, Ollama name) and imports it (importModel).
+    void openModelByNameDialog();
     void sizeSplitter();
 
     Catalog m_catalog;

@@ -82,6 +82,8 @@ void printReport(const LogReport& r)
     std::cout << '\n' << r.calibrationLines.front() << '\n';
     for (std::size_t i = 1; i < r.calibrationLines.size(); ++i)
         std::cout << "  " << r.calibrationLines[i] << '\n';
+    if (!r.comparison.saveRefusal.empty())
+        std::cout << "  not saved by --save: " << r.comparison.saveRefusal << '\n';
     std::cout << "\nCalibrated what fits on this card\n";
     for (const std::string& line : r.whatFits.lines)
         std::cout << "  " << line << '\n';

@@ -8,6 +8,9 @@
 #include "mainwindow.h"
 
 #include "headroom/core/enginelog/logreport.h"
+#include "headroom/core/remote/remotemodel.h"
+#include "headroom/core/resolve.h"
+#include "headroom/remote/curlhttpclient.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -232,15 +235,13 @@ TEST_CASE("a calibration saved from the Log panel is used, and named, by the app
     REQUIRE(panel.saveButton()->isEnabled());
     auto saved = panel.saveCalibration();
     REQUIRE(saved);
-    CHECK(saved->endsWith(QStringLiteral("/calibrations/79.19_GiB.vllm.json")));
-
-    CHECK(saved->endsWith(QStringLiteral("/calibrations/79.19_GiB.vllm.json")));
+    CHECK(saved->endsWith(QStringLiteral("/calibrations/79.19_GiB.vllm.llama-3.1-8b.json")));
     // Saved for the card chosen: the H100 SXM profile, whose plans under vLLM at the log's
     // micro-batch then say they are calibrated.
     REQUIRE(analyzedAfter(panel, [&] { choose(panel.cardCombo(), QStringLiteral("h100-sxm")); }));
     saved = panel.saveCalibration();
     REQUIRE(saved);
-    CHECK(saved->endsWith(QStringLiteral("/calibrations/h100-sxm.vllm.json")));
+    CHECK(saved->endsWith(QStringLiteral("/calibrations/h100-sxm.vllm.llama-3.1-8b.json")));
     Selection s = Selection::defaults();
     s.modelId = "llama-3.1-8b";
     s.engineId = "vllm";
@@ -254,4 +255,47 @@ TEST_CASE("a calibration saved from the Log panel is used, and named, by the app
     REQUIRE(other);
     for (const std::string& n : other->notes)
         CHECK(n.find("calibrated by") == std::string::npos);
+    // A failed analysis (the log cut before its KV lines) cannot be saved: the button says why,
+    // and the good calibration stays.
+    const std::string text = corpusLogText(kCase);
+    REQUIRE(analyzedAfter(panel, [&] {
+        panel.setLogText(QString::fromStdString(text.substr(0, text.find("Available KV cache memory"))), QStringLiteral("cut.log"));
+    }));
+    CHECK_FALSE(panel.saveButton()->isEnabled());
+    CHECK(panel.saveButton()->toolTip().startsWith(QStringLiteral("Not saved: the log prints no KV figure")));
+    CHECK_FALSE(panel.saveCalibration());
+    plan = planFor(cat, s, "llama-3.1-8b", "bf16", "h100-sxm");
+    REQUIRE(plan);
+    CHECK(plan->notes.back().find("calibrated by vllm on h100-sxm from serve.log") == 0);
+}
+
+TEST_CASE("the app reads models named by a hub repo or a URL over HTTP, as the CLI does", "[app][log]")
+{
+    // main() installs the curl client; without one the error says so (review: the app claimed it
+    // "reads no models over HTTP" while the CLI did). The loopback import itself is tested by
+    // tests/remote (cli_remote_models runs the app's --model on hf:// when the app is built).
+    setDefaultHttpClient(nullptr);
+    auto r = resolveModel("no-org/no-model", catalog().profiles());
+    REQUIRE_FALSE(r);
+    CHECK(r.error().find("this build has no HTTP client") != std::string::npos);
+    setDefaultHttpClient(makeCurlHttpClient());
+    CHECK(defaultHttpClient());
+}
+
+TEST_CASE("the log panel says which settings it read from the log and which it assumed", "[app][log]")
+{
+    const Catalog cat = catalog();
+    LogPanel panel(cat);
+    choose(panel.modelCombo(), QStringLiteral("llama-3.1-8b"));
+    choose(panel.weightsCombo(), QStringLiteral("bf16"));
+    REQUIRE(analyzedAfter(panel, [&] { panel.setLogText(QString::fromStdString(corpusLogText(kCase)), QStringLiteral("serve.log")); }));
+    const QString text = panel.reportText();
+    CHECK(text.contains(QStringLiteral("Read from the log: gpu-memory-utilization=0.95, max-model-len=8192")));
+    CHECK(text.contains(QStringLiteral("Assumed (neither printed nor given; the engine's defaults): ")));
+    CHECK(text.contains(QStringLiteral("tensor-parallel-size=1 (the log prints no TP size: set it if the engine ran on more GPUs)")));
+    // The TP box gives it, as headroom-cli log --tp does.
+    REQUIRE(analyzedAfter(panel, [&] { panel.tpSpin()->setValue(2); }));
+    CHECK(panel.reportText().contains(QStringLiteral("Given: tensor parallel 2")));
+    REQUIRE(panel.report());
+    CHECK(panel.report()->request.tensorParallel == 2);
 }

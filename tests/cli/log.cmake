@@ -116,7 +116,7 @@ headroom_corpus_log(vllm-0.19-llama-3.1-8b-h100-tp2)
 headroom_corpus_log(tensorrt-llm-0.13-qwen1.5-7b-a100-40gb)
 headroom_cli_sh_test(cli_log_tp_given
   "${HEADROOM_CLI} log ${_scratch}/vllm-0.19-llama-3.1-8b-h100-tp2.log -m llama-3.1-8b -w bf16 --kv-dtype bf16 --tp 2 2>&1; echo \"exit code $?\""
-  "Read from the log: .*max-model-len=.*\nGiven: --tp 2\n.*calibrated [0-9,]+ \\(exact\\).*exit code 0")
+  "Read from the log: .*max-model-len=.*\nGiven: tensor parallel 2\n.*calibrated [0-9,]+ \\(exact\\).*exit code 0")
 headroom_cli_sh_test(cli_log_set_and_assumed
   "${HEADROOM_CLI} log ${_scratch}/tensorrt-llm-0.13-qwen1.5-7b-a100-40gb.log -m llama-2-7b -w fp16 --set max_batch_size=8 2>&1; echo \"exit code $?\""
-  "the lines are 0.x C++ runtime's.*Read from the log: no setting\nGiven: max_batch_size=8\nAssumed \\(neither printed nor given; the engine's defaults\\): .*tokens_per_block=64.*tp_size=1 \\(the log prints no TP size: give --tp N if it ran on more GPUs\\).*KV cache blocks: the log 631.*calibrated 631 \\(exact\\).*exit code 0")
+  "the lines are 0.x C++ runtime's.*Read from the log: no setting\nGiven: max_batch_size=8\nAssumed \\(neither printed nor given; the engine's defaults\\): .*tokens_per_block=64.*tp_size=1 \\(the log prints no TP size: set it if the engine ran on more GPUs\\).*KV cache blocks: the log 631.*calibrated 631 \\(exact\\).*exit code 0")

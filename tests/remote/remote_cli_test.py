@@ -200,6 +200,24 @@ for name, words, args, env in faults:
     leftovers = [d for d, _, fs in os.walk(fresh) if "headroom-remote.json" in fs]
     check("fault " + name + " leaves no mirror", not leftovers, str(leftovers))
 
+# 6b. The app reads a hub repo over HTTP too, through the same core code (issue 14 review: it said
+# it "reads no models over HTTP"): its --model imports off the GUI thread; the server sees the
+# app's requests for the repo's config.
+app = os.path.join(os.path.dirname(cli), "headroom")
+if os.path.exists(app):
+    before = len(log)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.path.join(scratch, "home-app"),
+           "XDG_CACHE_HOME": os.path.join(scratch, "cache-app"), "XDG_CONFIG_HOME": os.path.join(scratch, "config-app"),
+           "HF_ENDPOINT": base, "QT_QPA_PLATFORM": "offscreen", "HEADROOM_HTTP_RETRIES": "0"}
+    shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
+    p = subprocess.run([app, "--model", "hf://tiny/llama", "--screenshot", os.path.join(scratch, "app-remote.png")],
+                       env=env, capture_output=True, text=True, timeout=60)
+    asked = [path for (path, _, _) in log[before:]]
+    check("the app reads hf:// over HTTP", p.returncode == 0 and any("/tiny/llama/resolve/main/config.json" in a for a in asked),
+          "rc %d, asked %s, %s" % (p.returncode, asked, p.stderr[-300:]))
+else:
+    print("SKIP the app reads hf:// over HTTP: no app built next to the CLI")
+
 # 7. Offline: nothing listens; the error says so; a cached model still answers.
 s = socket.socket()
 s.bind(("127.0.0.1", 0))

@@ -266,9 +266,6 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
         }
         row("kv_budget", p.kvBudgetBytes, kv, kvHow);
     } else {
-        row("weights", p.weightsBytes, log.sumOverDevices("model_buffer") ? std::optional<Bytes>(toBytes(*log.sumOverDevices("model_buffer")))
-                                                                          : logBytes(log, "weights.total"),
-            log.find("model_buffer") ? "model buffers, all devices" : line("weights.total"));
         // The engine unit's own figures (llama.cpp llama-context.cpp / llama-kv-cache.cpp, Ollama
         // memory.go), as the corpus harness compares them; the generic terms when it has none.
         const auto figure = [&](const char* name) -> std::optional<Bytes> {
@@ -277,6 +274,17 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
                     return toBytes(f.value);
             return std::nullopt;
         };
+        // A layer split allocates a GPU copy of the offloaded layers and maps the host range of the
+        // file (CPU_Mapped, which with mmap spans the file from its first to its last host tensor):
+        // the model buffers of every device are the unit's GPU and host figures, not the weights once.
+        const auto gpuWeights = figure("gpu_weights_bytes");
+        const auto hostWeights = figure("host_weights_bytes");
+        const bool split = gpuWeights && hostWeights && log.find("model_buffer");
+        row("weights", split ? Bytes{gpuWeights->value + hostWeights->value} : p.weightsBytes,
+            log.sumOverDevices("model_buffer") ? std::optional<Bytes>(toBytes(*log.sumOverDevices("model_buffer")))
+                                               : logBytes(log, "weights.total"),
+            log.find("model_buffer") ? (split ? "model buffers, all devices (GPU copy + the mapped host range)" : "model buffers, all devices")
+                                     : line("weights.total"));
         const auto compute = log.value("compute_buffer", "CUDA0");
         row("compute_buffer", figure("compute_buffer_bytes").value_or(overhead(p, {"compute_buffer", "activation_peak"})),
             compute ? std::optional<Bytes>(toBytes(*compute)) : logBytes(log, "graph.full"),
@@ -467,8 +475,8 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
                               std::to_string(target->printed) + ": the fit failed";
         }
         if (nothingFits)
-            out.saveRefusal = "no overhead makes the plan's pool the log's: the plan's weights are larger than the engine's "
-                              "(check -m, -w and --tp)";
+            out.saveRefusal = "no overhead makes the plan's pool the log's: the plan's weights and fixed buffers are larger than "
+                              "the engine's (check -m, -w, --tp, --engine-version and the settings the log does not print: --set)";
     } else {
         out.notes.push_back("the log prints no KV figure (GPU KV cache size, # GPU blocks, max_total_num_tokens, max batch total "
                             "tokens, tokens in paged KV cache): nothing to calibrate");
@@ -715,8 +723,8 @@ tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::file
         if (it->path().extension() == ".json" && !it->path().filename().string().starts_with("."))
             files.push_back(it->path());
     std::sort(files.begin(), files.end()); // the same pick on every run
-    std::optional<LogCalibration> other;
-    std::filesystem::path otherFile;
+    std::optional<LogCalibration> whole, other;
+    std::filesystem::path wholeFile, otherFile;
     std::string otherWhy;
     std::vector<std::string> mismatches;
     for (const std::filesystem::path& f : files) {
@@ -727,9 +735,14 @@ tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::file
             continue;
         const auto [scope, why] = calibrationScope(request, *c);
         if (scope == CalibrationScope::Whole) {
-            out.calibration = *c;
-            out.file = f;
-            return out;
+            // The card's own name wins over the same total under another name (a size, a profile).
+            if (!whole || c->cardId == cardIdOf(request.card)) {
+                whole = *c;
+                wholeFile = f;
+            }
+            if (c->cardId == cardIdOf(request.card))
+                break;
+            continue;
         }
         if (scope == CalibrationScope::ModelIndependent && !other) {
             other = *c;
@@ -738,6 +751,11 @@ tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::file
         } else if (scope == CalibrationScope::None && mismatches.size() < 3) {
             mismatches.push_back(f.filename().string() + " was " + why);
         }
+    }
+    if (whole) {
+        out.calibration = whole;
+        out.file = wholeFile;
+        return out;
     }
     if (other) {
         out.calibration = other;

@@ -164,12 +164,13 @@ LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, con
             w.contextTokens = std::max(trained, own);
             contextWhy = " (4 x the log's " + formatThousands(own) + ", capped at the model's trained context)";
         } else {
-            contextWhy = " (4 x the log's " + formatThousands(own) + "; give --context)";
+            contextWhy = " (4 x the log's " + formatThousands(own) + ")";
         }
     } else {
         w.contextTokens = own > 0 ? own : std::max<std::uint64_t>(trained, 4096);
-        contextWhy = " (the log prints no context: the engine's default, the model's trained context " + formatThousands(trained) +
-                     "; give --context)";
+        contextWhy = w.contextTokens == trained
+                         ? " (the log prints no context: the engine's default, the model's trained context)"
+                         : " (the log prints no context: the engine's default)";
     }
     w.fractionFlag = memoryFractionFlag(request.engine.kind);
     w.leaveFreeBytes = o.leaveFreeBytes;
@@ -181,8 +182,9 @@ LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, con
             line += formatThousands(at->kvBlocks) + " blocks (" + formatThousands(at->kvBlocks * at->paging.blockTokens) + " tokens), ";
         else
             line += formatThousands(at->maxResidentTokens) + " tokens, ";
-        line += "room for " + (at->maxUsers ? formatThousands(*at->maxUsers) : std::string("-")) + " users of " + ctx +
-                " tokens: " + at->verdict.reason;
+        if (at->maxUsers)
+            line += "room for " + formatThousands(*at->maxUsers) + (*at->maxUsers == 1 ? " user" : " users") + " of " + ctx + " tokens: ";
+        line += at->verdict.reason;
         w.lines.push_back(line);
     } else {
         w.planError = at.error();
@@ -344,11 +346,11 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
     report.headerLines = headerLinesOf(*log);
     report.settingsFromLog = fromLog;
     if (!options.engineVersion.empty() && log->version.empty())
-        report.settingsGiven.push_back("--engine-version " + options.engineVersion);
+        report.settingsGiven.push_back("engine version " + options.engineVersion);
     if (options.tensorParallel)
-        report.settingsGiven.push_back("--tp " + std::to_string(*options.tensorParallel));
+        report.settingsGiven.push_back("tensor parallel " + std::to_string(*options.tensorParallel));
     if (options.pipelineParallel)
-        report.settingsGiven.push_back("--pp " + std::to_string(*options.pipelineParallel));
+        report.settingsGiven.push_back("pipeline parallel " + std::to_string(*options.pipelineParallel));
     for (const EngineSetting& s : options.settings)
         report.settingsGiven.push_back(s.key + "=" + s.value);
     report.settingsAssumed = assumedSettings(cmp->predicted, *request, fromLog);
@@ -356,7 +358,7 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
     for (std::string& a : report.settingsAssumed)
         for (const char* tp : {"tensor-parallel-size=", "tp-size=", "tp_size=", "num-shard="})
             if (a.starts_with(tp) && !options.tensorParallel)
-                a += " (the log prints no TP size: give --tp N if it ran on more GPUs)";
+                a += " (the log prints no TP size: set it if the engine ran on more GPUs)";
     const auto joined = [](const std::vector<std::string>& v) {
         std::string out;
         for (const std::string& x : v)

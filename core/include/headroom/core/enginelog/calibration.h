@@ -159,7 +159,8 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
 /// The best saved calibration for @p request in @p userProfilesDir/calibrations: of the files of
 /// the request's engine measured on a card of the same total bytes (whatever the card was called:
 /// "h100-sxm" and "79.19GiB" of the same total match), the one of the same model, else one of
-/// another model (calibrationScope ModelIndependent). At most 256 files are read; an unreadable
+/// another model (calibrationScope ModelIndependent); of several, the one saved under the card's
+/// own name. At most 256 files are read; an unreadable
 /// one is an error naming it.
 struct SavedCalibration {
     std::optional<LogCalibration> calibration; ///< the one that applies, if any

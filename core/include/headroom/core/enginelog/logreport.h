@@ -102,7 +102,7 @@ struct LogReport {
     LogComparison comparison;                   ///< predicted vs measured, and the calibration
     std::vector<std::string> headerLines;       ///< the summary, the card, the settings, how the model was chosen
     std::vector<std::string> settingsFromLog;   ///< KEY=VALUE the plan took from the log (its own spelling)
-    std::vector<std::string> settingsGiven;     ///< --tp N, KEY=VALUE given by the face (LogReportOptions)
+    std::vector<std::string> settingsGiven;     ///< "tensor parallel N", KEY=VALUE given by the face (LogReportOptions)
     std::vector<std::string> settingsAssumed;   ///< KEY=VALUE neither gave: the engine's defaults the plan applied
     std::vector<LogTermRow> terms;              ///< every measured term, in log order
     std::string comparisonTitle;                ///< "the plan for these settings: MODEL, FORMAT weights, KV KV, ENGINE"
