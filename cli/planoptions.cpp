@@ -3,6 +3,7 @@
 #include "headroom/core/enginelog/calibration.h"
 
 #include "headroom/core/resolve.h"
+#include "headroom/core/speed/splitspeed.h"
 
 namespace headroom::cli {
 
@@ -67,6 +68,13 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
             return s == "auto" || s == "none" || (!s.empty() && s.size() < 8 && s.find_first_not_of("0123456789") == std::string::npos)
                 ? std::string()
                 : "expected auto, none or a layer count, got '" + s + "'";
+        });
+    cmd->add_option("--host-bandwidth", o.hostBandwidth,
+                    "Host memory bandwidth for the layers a split keeps there: a DIMM spec (ddr4-3200x2, ddr5-5600) or GB/s "
+                    "(a measured read bandwidth); default: dual-channel DDR5-5600, 89.6 GB/s")
+        ->check([](const std::string& v) {
+            auto b = parseHostBandwidth(v);
+            return b ? std::string() : b.error();
         });
     cmd->add_option("--host-ram", o.hostRam, "Host memory free for the engine: what a layer split keeps there must fit (default: not checked)")
         ->check(sizeValidator());
@@ -166,6 +174,8 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                 }
                 if (!o.hostRam.empty())
                     r.hostMemoryBytes = *parseSize(o.hostRam);
+                if (!o.hostBandwidth.empty())
+                    r.hostBandwidthGBps = *parseHostBandwidth(o.hostBandwidth);
                 if (o.offload == "none")
                     r.gpuLayers = 0;
                 else if (!o.offload.empty() && o.offload != "auto")

@@ -27,6 +27,7 @@ struct PlanOptions {
     std::string used;    ///< --used SIZE: held by the desktop and other processes (free = total - SIZE)
     std::string offload; ///< --offload auto|N|none: GPU layers (N counted as llama.cpp -ngl)
     std::string hostRam; ///< --host-ram SIZE: host memory a split may use
+    std::string hostBandwidth; ///< --host-bandwidth SPEC: ddr5-5600x2 or GB/s, the host layers' speed
     unsigned tp = 1;
     unsigned pp = 1;
     std::optional<std::uint64_t> context;

@@ -94,7 +94,8 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
     cap.print(out, "  ");
     out << "  " << v.reason << '\n';
     for (const EngineFigure& f : p.engineFigures)
-        out << "  " << r.engine.name << " would print: " << f.printed << '\n';
+        if (!f.printed.empty()) // the split's speed inputs are figures the engine does not print
+            out << "  " << r.engine.name << " would print: " << f.printed << '\n';
     for (const std::string& n : p.notes)
         out << "  note: " << n << '\n';
     for (const std::string& w : r.model.warnings)

@@ -61,6 +61,12 @@ void printRoofline(const PlanResult& p)
               << fixed(s.aggregateTokensPerSecond, 1) << " tokens/s in all)\n";
     std::cout << "  knee: " << (s.kneeBatch ? "batch " + std::to_string(*s.kneeBatch) : std::string("beyond batch 1,024"))
               << " (decode turns compute-bound)\n";
+    if (s.split)
+        std::cout << "  layer split: " << s.split->gpuLayers << " of " << s.split->totalLayers << " layers on the GPU: about "
+                  << fixed(s.split->speed.tokensPerSecond, 1) << " tokens/s for one sequence (GPU " << fixed(s.split->speed.gpuMs, 1)
+                  << " ms, host " << fixed(s.split->speed.hostMs, 1) << " ms at " << fixed(s.split->hostBandwidthGBps, 1) << " GB/s"
+                  << (s.split->hostBandwidthAssumed ? " assumed" : "") << ", PCIe " << fixed(s.split->speed.linkMs, 2)
+                  << " ms a token; the table above is the all-on-GPU roofline)\n";
     if (p.maxUsers)
         std::cout << "  memory allows " << formatThousands(*p.maxUsers) << " users at this context\n";
 }

@@ -260,6 +260,43 @@ private:
         in.calibrated = cal.bandwidthGBps.has_value();
         const std::uint64_t ctx = m_out.contextTokens > 0 ? m_out.contextTokens : 1;
         m_out.speed = summarizeSpeed(in, m_out.users, ctx);
+        estimateSplitSpeed(bandwidth);
+    }
+
+    // A layer split (the engine's split_* figures, llama.cpp/Ollama): one sequence's decode step
+    // over the GPU at the card's bandwidth and the host at --host-bandwidth (speed/splitspeed.h).
+    void estimateSplitSpeed(double gpuBandwidth)
+    {
+        const auto figure = [&](const char* name) -> std::optional<double> {
+            for (const EngineFigure& f : m_out.engineFigures)
+                if (f.name == name)
+                    return f.value;
+            return std::nullopt;
+        };
+        const auto bytes = [&](const char* name) { return Bytes{static_cast<std::uint64_t>(figure(name).value_or(0))}; };
+        const auto layers = figure("offload_gpu_layers");
+        if (!figure("split_gpu_weights_bytes") || !layers)
+            return;
+        SplitDecode d;
+        d.gpuLayers = static_cast<std::uint32_t>(*layers);
+        d.totalLayers = m_arch.layers + 1;
+        d.hostBandwidthAssumed = !m_r.hostBandwidthGBps.has_value();
+        d.hostBandwidthGBps = m_r.hostBandwidthGBps.value_or(kDefaultHostBandwidthGBps);
+        const SplitSide gpu{bytes("split_gpu_weights_bytes"), bytes("split_gpu_expert_bytes"), bytes("split_gpu_kv_bytes"),
+                            gpuBandwidth};
+        const SplitSide host{bytes("split_host_weights_bytes"), bytes("split_host_expert_bytes"), bytes("split_host_kv_bytes"),
+                             d.hostBandwidthGBps};
+        d.speed = splitDecodeSpeed(gpu, host, m_arch.moe.expertCount, m_arch.moe.expertsPerToken,
+                                   static_cast<std::uint32_t>(figure("split_crossings").value_or(0)),
+                                   Bytes{std::uint64_t{m_arch.hiddenSize} * 4});
+        m_out.speed->decodeTokensPerSecond = d.speed.tokensPerSecond;
+        m_out.speed->split = d;
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "split speed: %u of %u layers on the GPU: about %.1f tokens/s (GPU %.1f ms, host %.1f ms at %.1f GB/s%s, link %.2f ms a token)",
+                      d.gpuLayers, d.totalLayers, d.speed.tokensPerSecond, d.speed.gpuMs, d.speed.hostMs, d.hostBandwidthGBps,
+                      d.hostBandwidthAssumed ? " assumed: dual-channel DDR5-5600, --host-bandwidth to set" : "", d.speed.linkMs);
+        m_out.notes.push_back(line);
     }
 
     const PlanRequest& m_r;

@@ -135,6 +135,16 @@ nlohmann::json planJsonObject(const PlanResult& p)
         sj["users"] = s.users;
         sj["context_tokens"] = s.contextTokens;
         sj["decode_tokens_per_s"] = s.decodeTokensPerSecond;
+        if (s.split)
+            sj["split"] = {{"gpu_layers", s.split->gpuLayers},
+                           {"total_layers", s.split->totalLayers},
+                           {"host_bandwidth_gbps", s.split->hostBandwidthGBps},
+                           {"host_bandwidth_assumed", s.split->hostBandwidthAssumed},
+                           {"gpu_ms", s.split->speed.gpuMs},
+                           {"host_ms", s.split->speed.hostMs},
+                           {"link_ms", s.split->speed.linkMs},
+                           {"step_ms", s.split->speed.stepMs},
+                           {"tokens_per_s", s.split->speed.tokensPerSecond}};
         sj["aggregate_tokens_per_s"] = s.aggregateTokensPerSecond;
         sj["tpot_ms"] = s.tpotMs;
         sj["ttft_ms"] = s.ttftMs;

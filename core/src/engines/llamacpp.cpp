@@ -251,6 +251,18 @@ private:
         if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split)
             return;
         devicesFigures(bill, b);
+        // The split's decode inputs (plan.cpp prices the step: speed/splitspeed.h): what each side
+        // reads per token (token_embd excluded: one row), its routed experts, the link crossings.
+        const std::string speedSrc = "speed/splitspeed.h";
+        b.figures.push_back({"split_gpu_weights_bytes", static_cast<double>(bill.gpu.weightsBytes.value), "bytes", "", speedSrc});
+        b.figures.push_back({"split_gpu_expert_bytes", static_cast<double>(bill.gpu.expertBytes.value), "bytes", "", speedSrc});
+        b.figures.push_back({"split_host_weights_bytes",
+                             static_cast<double>(saturatingSub(bill.host.weightsBytes, bill.tokenEmbeddingBytes).value), "bytes",
+                             "", speedSrc});
+        b.figures.push_back({"split_host_expert_bytes", static_cast<double>(bill.host.expertBytes.value), "bytes", "", speedSrc});
+        b.figures.push_back({"split_gpu_kv_bytes", static_cast<double>(bill.gpu.kvBytes.value), "bytes", "", speedSrc});
+        b.figures.push_back({"split_host_kv_bytes", static_cast<double>(bill.host.kvBytes.value), "bytes", "", speedSrc});
+        b.figures.push_back({"split_crossings", static_cast<double>(bill.deviceCrossings), "count", "", speedSrc});
         const std::string src = "src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp";
         const std::uint64_t perSeq = fitted.ctxSizeTokens / std::max<std::uint32_t>(fitted.parallel, 1);
         b.figures.push_back({"offload_context_tokens", static_cast<double>(perSeq), "tokens",

@@ -166,9 +166,14 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
     out.firstGpuLayer = static_cast<std::uint32_t>(where.gpuStart);
     out.outputDevice = where.deviceOf(layers);
     out.outputOnGpu = out.outputDevice >= 0;
-    for (std::int64_t il = 0; il <= layers; ++il)
-        if (const int d = where.deviceOf(il); d >= 0)
+    int previous = -1; // token_embd's get_rows runs on the CPU
+    for (std::int64_t il = 0; il <= layers; ++il) {
+        const int d = where.deviceOf(il);
+        if (d >= 0)
             ++out.devicesLayers[static_cast<std::size_t>(d)];
+        out.deviceCrossings += d != previous ? 1 : 0;
+        previous = d;
+    }
     out.hostWeightsMapped = o.mmap;
     const GgufTensorOrder order = o.tensorOrder == GgufTensorOrder::Unknown ? GgufTensorOrder::LayerSorted : o.tensorOrder;
     out.tensorOrderAssumed = o.tensorOrder == GgufTensorOrder::Unknown;
@@ -191,7 +196,10 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
             device = isRoutedExpert(t) && static_cast<std::uint32_t>(t.layer) < o.cpuMoeLayers ? -1 : where.deviceOf(t.layer);
         else if (belongsToOutput(t))
             device = out.outputDevice;
-        (device >= 0 ? out.devices[static_cast<std::size_t>(device)].weightsBytes : out.host.weightsBytes) += b;
+        SideBill& side = device >= 0 ? out.devices[static_cast<std::size_t>(device)] : out.host;
+        side.weightsBytes += b;
+        if (isRoutedExpert(t))
+            side.expertBytes += b;
         if (device < 0 && o.cpuRepack && isRepacked(t, priced.type))
             out.hostRepackBytes += b;
         file.push_back({orderKey(t, order), b, device < 0});
@@ -223,6 +231,7 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
         out.gpu.weightsBytes += d.weightsBytes;
         out.gpu.kvBytes += d.kvBytes;
         out.gpu.computeBytes += d.computeBytes;
+        out.gpu.expertBytes += d.expertBytes;
     }
     return out;
 }

@@ -61,6 +61,10 @@ struct PlanRequest {
     /// desktop): what a split keeps in host memory must fit in it (FitLimit::HostMemory); absent:
     /// not checked.
     std::optional<Bytes> hostMemoryBytes;
+    /// The host's memory bandwidth in 10^9 B/s (`--host-bandwidth ddr5-5600x2` or a measured figure):
+    /// the speed of the layers a split keeps in host memory (speed/splitspeed.h); absent: dual-channel
+    /// DDR5-5600 (kDefaultHostBandwidthGBps), said as assumed.
+    std::optional<double> hostBandwidthGBps;
     MeasuredOverheads measured;
     SpeedCalibration speedCalibration;            ///< measured bandwidth/compute for the speed figures
     /// The engine's own settings as typed (`--set KEY=VALUE`), spelled as the engine spells them

@@ -63,6 +63,7 @@ struct SideBill {
     Bytes weightsBytes;   ///< tensors resident there
     Bytes kvBytes;        ///< KV rows of the layers whose cache lives there
     Bytes computeBytes;   ///< its compute buffer
+    Bytes expertBytes;    ///< of weightsBytes, the routed experts (a token reads k of E of them)
     Bytes totalBytes() const { return weightsBytes + kvBytes + computeBytes; }
 };
 
@@ -80,6 +81,9 @@ struct OffloadBill {
     std::vector<SideBill> devices;
     std::vector<std::uint32_t> devicesLayers; ///< offloaded layers per GPU (the output layer counted on its GPU)
     int outputDevice = -1;             ///< the output layer's GPU, -1 = the host
+    /// Device changes of the hidden state along one decode step: token_embd (CPU) -> layer 0 -> ...
+    /// -> the output layer, each a copy of n_embd x 4 B over the link.
+    std::uint32_t deviceCrossings = 0;
     SideBill host;                     ///< the host, besides the output buffer
     Bytes hostOutputBytes;             ///< the logits output buffer (always host memory)
     Bytes tokenEmbeddingBytes;         ///< token_embd, always in host memory (part of host.weightsBytes)

@@ -6,6 +6,7 @@
 #include "headroom/core/architecture.h"
 #include "headroom/core/parameters.h"
 #include "headroom/core/speed/roofline.h"
+#include "headroom/core/speed/splitspeed.h"
 #include "headroom/core/units.h"
 
 #include <cstdint>
@@ -34,6 +35,10 @@ struct SpeedSummary {
     std::uint64_t contextTokens = 0;
     std::vector<SpeedPoint> curve;     ///< tokens/s against batch 1..64
     SpeedInputs inputs;                ///< what the figures were computed from (for other batches and contexts)
+    /// With a layer split (llama.cpp/Ollama layers in host memory): the decode step of one sequence
+    /// over the GPU and the host (splitspeed.h); decodeTokensPerSecond is then its tokens/s, the
+    /// batch curve stays the all-on-GPU roofline.
+    std::optional<SplitDecode> split;
 };
 
 /// Roofline inputs for @p arch with @p weightsBytes resident (expert bytes split out by the tensor
