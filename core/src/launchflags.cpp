@@ -308,6 +308,8 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
                 add("--n-cpu-moe", sv.text, arg, "the routed experts of the first " + sv.text + " layers stay in host memory");
             if (sv.key == "no-kv-offload" && sv.text == "true")
                 add("--no-kv-offload", "", arg, "every layer's KV cache in host memory, as planned");
+            if (sv.key == "tensor-split" && !sv.text.empty())
+                add("--tensor-split", sv.text, arg, "each GPU's share of the offloaded layers, as planned");
         }
         add("-ctk", *kv, arg, "K cache type");
         add("-ctv", *kv, arg, "V cache type");

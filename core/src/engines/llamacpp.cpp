@@ -317,7 +317,7 @@ private:
             const std::string id = "cuda" + std::to_string(d);
             const llamacpp::SideBill& side = bill.devices[d];
             b.figures.push_back({id + "_layers", static_cast<double>(bill.devicesLayers[d]), "layers",
-                                 dev + ": " + std::to_string(bill.devicesLayers[d]) + " layers", src});
+                                 "", src}); // not a line llama.cpp prints: the note names the layers
             b.figures.push_back({id + "_weights_bytes", static_cast<double>(side.weightsBytes.value), "bytes",
                                  "load_tensors: " + dev + " model buffer size = " + mib(side.weightsBytes), src});
             b.figures.push_back({id + "_kv_buffer_bytes", static_cast<double>(side.kvBytes.value), "bytes",
