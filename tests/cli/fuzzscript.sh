@@ -27,12 +27,12 @@ exit 0
 FAKE
 chmod +x "$scratch"/bin/*
 cd "$src" || exit 1
-FUZZ_BIN=$scratch/bin FUZZ_WORK=$scratch/work FIXTURES=$scratch/none timeout 60 \
+FUZZ_BIN=$scratch/bin FUZZ_WORK=$scratch/fuzzstate FIXTURES=$scratch/none timeout 60 \
   bash scripts/fuzz.sh 1 fuzz_safetensors fuzz_gguf fuzz_hfconfig > "$scratch/out" 2>&1
 echo "fuzz.sh exit code $?"
 grep '^fuzz:' "$scratch/out"
-[ -f "$scratch/work/fuzz-artifacts/fuzz_gguf/crash-da39a3ee" ] && echo "crash file kept"
+[ -f "$scratch/fuzzstate/fuzz-artifacts/fuzz_gguf/crash-da39a3ee" ] && echo "crash file kept"
 # and a clean run exits 0
-FUZZ_BIN=$scratch/bin FUZZ_WORK=$scratch/work FIXTURES=$scratch/none timeout 60 \
+FUZZ_BIN=$scratch/bin FUZZ_WORK=$scratch/fuzzstate FIXTURES=$scratch/none timeout 60 \
   bash scripts/fuzz.sh 1 fuzz_safetensors > "$scratch/out-clean" 2>&1
 echo "clean fuzz.sh exit code $?"
