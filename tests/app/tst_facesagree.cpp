@@ -7,6 +7,7 @@
 #include "roofline.h"
 #include "whatfitsmodel.h"
 
+#include "headroom/core/defaults.h"
 #include "headroom/core/planjson.h"
 
 #include <QFile>
@@ -389,21 +390,97 @@ TEST_CASE("faces agree under engine settings and layer offload: plan, table, rep
     CHECK(states["error"] < requests / 4);
 }
 
-TEST_CASE("scripts/run.sh without a display prints the matrix the app opens on", "[facesagree]")
+namespace {
+
+// The commands scripts/run.sh would run (--print-command: no setup, nothing run), one a line.
+QStringList runShCommands(bool display, const QStringList& args = {})
 {
-    QFile script(QStringLiteral(HEADROOM_SOURCE_DIR "/scripts/run.sh"));
-    REQUIRE(script.open(QIODevice::ReadOnly));
-    QString formats;
-    for (const QString& line : QString::fromUtf8(script.readAll()).split(QLatin1Char('\n')))
-        if (line.startsWith(QStringLiteral("formats=\"")))
-            formats = line.mid(9).chopped(1);
-    QStringList app;
-    for (const std::string& f : matrixFormatIds())
-        app << QString::fromStdString(f);
-    CHECK(formats == app.join(QLatin1Char(' ')));
-    const Selection s = Selection::defaults();
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.remove(QStringLiteral("DISPLAY"));
+    env.remove(QStringLiteral("WAYLAND_DISPLAY"));
+    if (display)
+        env.insert(QStringLiteral("DISPLAY"), QStringLiteral(":99"));
+    env.insert(QStringLiteral("HEADROOM_BUILD_DIR"), QStringLiteral(HEADROOM_BINARY_DIR));
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral("bash"), QStringList{QStringLiteral(HEADROOM_SOURCE_DIR "/scripts/run.sh"), QStringLiteral("--print-command")} + args);
+    if (!p.waitForFinished(30000) || p.exitCode() != 0)
+        return {};
+    return QString::fromUtf8(p.readAllStandardOutput()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+}
+
+} // namespace
+
+TEST_CASE("scripts/run.sh without a display prints the plan the app opens on", "[facesagree]")
+{
+    // The display decision: no display runs the CLI (table, then plan); a display opens the app.
+    const QStringList noDisplay = runShCommands(false);
+    REQUIRE(noDisplay.size() == 2);
+    const QString cliPath = cli();
+    CHECK(noDisplay[0].startsWith(cliPath + QStringLiteral(" table ")));
+    CHECK(noDisplay[1].startsWith(cliPath + QStringLiteral(" plan ")));
+    if (QFile::exists(QStringLiteral(HEADROOM_BINARY_DIR "/bin/headroom"))) {
+        const QStringList display = runShCommands(true, {QStringLiteral("--model"), QStringLiteral("qwen3-8b")});
+        CHECK(display == QStringList{QStringLiteral(HEADROOM_BINARY_DIR "/bin/headroom --model qwen3-8b")});
+    }
+    // Arguments reach every CLI command.
+    const QStringList withArgs = runShCommands(false, {QStringLiteral("--json")});
+    REQUIRE(withArgs.size() == 2);
+    CHECK(withArgs[0].endsWith(QStringLiteral(" --json")));
+    CHECK(withArgs[1].endsWith(QStringLiteral(" --json")));
+
+    // What those commands print is the app's first view: the Formats matrix of the default model on
+    // the default cards at the default question, and the detail cell (default format, last card).
+    const auto run = [&](const QString& line) {
+        QStringList args = line.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        REQUIRE(args.size() > 1);
+        args.removeFirst();
+        return runCli(args);
+    };
+    const auto table = run(withArgs[0]);
+    const auto plan = run(withArgs[1]);
+    REQUIRE(table);
+    REQUIRE(plan);
+
+    Catalog catalog = test::catalog();
+    Selection s = Selection::defaults();
+    s.ubatchTokens = catalog.findEngine(s.engineId)->ubatchTokens; // as the window sets it on start
+    CHECK(s.modelId == kDefaultModelId);
+    CHECK(s.formatId == kDefaultWeightFormat);
     CHECK(s.users == kDefaultUsers);
     CHECK(s.contextTokens == kDefaultContextTokens);
-    CHECK(s.modelId == "llama-3.1-8b");
-    CHECK(s.cardIds == std::vector<std::string>{"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090"});
+    CHECK(s.cardIds == kDefaultCardIds);
+    const std::vector<std::string> formats = matrixFormatIds();
+    const QJsonArray cells = table->array();
+    CHECK(cells.size() == static_cast<qsizetype>(formats.size() * s.cardIds.size()));
+    int compared = 0;
+    for (const std::string& f : formats)
+        for (const std::string& c : s.cardIds) {
+            INFO(f << " on " << c);
+            const QJsonObject cell = planIn(cells, f, c);
+            REQUIRE_FALSE(cell.isEmpty());
+            CHECK(cell.value("model").toString().toStdString() == s.modelId);
+            CHECK(cell.value("kv_dtype").toString().toStdString() == s.kvDtypeId);
+            CHECK(cell.value("engine").toString().toStdString() == s.engineId);
+            CHECK(static_cast<std::uint64_t>(cell.value("users").toInteger()) == s.users);
+            CHECK(static_cast<std::uint64_t>(cell.value("context_tokens").toInteger()) == s.contextTokens);
+            const auto app = planFor(catalog, s, s.modelId, f, c);
+            REQUIRE(app);
+            const Answer appAnswer{true, fitStateId(app->verdict.state), fitLimitId(app->verdict.limit), app->verdict.headline.value};
+            const Answer cliAnswer = fromVerdict(cell.value("verdict").toObject());
+            INFO("app " << toString(appAnswer) << ", run.sh " << toString(cliAnswer));
+            CHECK(appAnswer == cliAnswer);
+            ++compared;
+        }
+    CHECK(compared == 36);
+    const QJsonObject p = plan->object();
+    CHECK(p.value("model").toString().toStdString() == s.modelId);
+    CHECK(p.value("weights_format").toString().toStdString() == s.formatId);
+    CHECK(p.value("card").toString().toStdString() == s.cardIds.back());
+    CHECK(static_cast<std::uint64_t>(p.value("users").toInteger()) == s.users);
+    CHECK(static_cast<std::uint64_t>(p.value("context_tokens").toInteger()) == s.contextTokens);
+    const auto detail = planFor(catalog, s, s.modelId, s.formatId, s.cardIds.back());
+    REQUIRE(detail);
+    CHECK(fromVerdict(p.value("verdict").toObject())
+          == Answer{true, fitStateId(detail->verdict.state), fitLimitId(detail->verdict.limit), detail->verdict.headline.value});
 }
