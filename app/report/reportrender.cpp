@@ -50,19 +50,26 @@ QString statusClass(const Table& t, std::size_t r, std::size_t c)
 
 bool isNumeric(const Table& t, std::size_t c) { return c < t.numeric.size() && t.numeric[c]; }
 
+// Tables of more columns than this are set compact in HTML (class "wide").
+constexpr std::size_t kWideColumns = 8;
+
 // The HTML of one table. `forPrint`: the QTextDocument subset (attributes, no classes).
 QString tableHtml(const Table& t, bool forPrint)
 {
     QString out;
+    // Many columns (a What fits table of many cards): compact cells that fit the page's column.
+    const bool wide = t.header.size() > kWideColumns;
     if (!t.caption.empty())
         out += QStringLiteral("<p class=\"caption\"><b>%1</b></p>\n").arg(esc(t.caption));
     out += forPrint ? QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" style=\"border-collapse:collapse; "
                                      "border-color:#b0b0b0;\">\n<tr>")
-                    : QStringLiteral("<div class=\"scroll\"><table>\n<thead><tr>");
+                    : QStringLiteral("<div class=\"scroll\"><table%1>\n<thead><tr>").arg(wide ? " class=\"wide\"" : "");
     for (std::size_t c = 0; c < t.header.size(); ++c) {
         const bool num = isNumeric(t, c);
+        // A wide table's headers (card ids) may break after their hyphens.
+        const QString header = wide ? esc(t.header[c]).replace(QLatin1Char('-'), QStringLiteral("-<wbr>")) : esc(t.header[c]);
         out += forPrint ? QStringLiteral("<th bgcolor=\"#ececec\" align=\"%1\">%2</th>").arg(num ? "right" : "left", esc(t.header[c]))
-                        : QStringLiteral("<th%1>%2</th>").arg(num ? " class=\"num\"" : "", esc(t.header[c]));
+                        : QStringLiteral("<th%1>%2</th>").arg(num ? " class=\"num\"" : "", header);
     }
     out += forPrint ? QStringLiteral("</tr>\n") : QStringLiteral("</tr></thead>\n<tbody>\n");
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
@@ -109,6 +116,9 @@ td.less { background: #fff1bf; }
 td.fail { background: #f6d5d5; }
 td.less, td.fail { white-space: normal; }
 .scroll { max-width: 100%; overflow-x: auto; }
+table.wide { font-size: 12px; line-height: 1.25; }
+table.wide th, table.wide td { padding: 2px 4px; }
+table.wide th.num { white-space: normal; }
 pre { background: #f5f5f5; border: 1px solid #e0e0e0; padding: 8px 10px; overflow-x: auto; font-size: 13px; }
 figure { margin: 8px 0 16px; }
 figure svg { max-width: 100%; height: auto; }

@@ -275,3 +275,35 @@ TEST_CASE("files are written atomically: all or nothing", "[report][atomic]")
     CHECK(!hasTemporaryFiles(dir));
     CHECK(!writeFileAtomically("", "x"));
 }
+
+TEST_CASE("the memory chart of a large report charts one plan on every card, named in its title", "[report]")
+{
+    // 3 formats x 10 cards: fp16 fits on 6 cards, int4-g128 on 9 (vLLM refuses to start on the
+    // RTX 4060), q4_k on none (vLLM cannot load GGUF k-quants). Before, each card charted its own
+    // first plan that fit: fp16 on most, int4-g128 on the 12 and 16 GB cards.
+    ReportInput in;
+    const std::vector<std::string> cards{"rtx-4060", "rtx-3060-12gb", "rtx-4060-ti-16gb", "rtx-4080", "rtx-3090",
+                                         "rtx-4090", "l4", "a10", "l40s", "a100-80gb"};
+    for (const char* format : {"fp16", "int4-g128", "q4_k"})
+        for (const std::string& card : cards) {
+            in.requests.push_back(test::profileRequest("llama-3.1-8b", format, card, "vllm", 4, 8192));
+            in.plans.push_back(test::planOf(in.requests.back()));
+        }
+    in.title = "Capacity report";
+    in.createdUtc = "2025-01-01T00:00:00Z";
+    auto r = buildReportJson(in);
+    REQUIRE(r);
+    auto doc = report::layoutReport(*r);
+    REQUIRE(doc);
+    const report::Chart* memory = nullptr;
+    for (const report::Section& s : doc->sections)
+        if (s.heading == "Memory")
+            for (const report::Block& b : s.blocks)
+                if (b.kind == report::Block::Kind::Chart)
+                    memory = &b.chart;
+    REQUIRE(memory);
+    CHECK(memory->title == "Memory of each card, per device (GiB), for the plan that fits as asked on the most cards");
+    REQUIRE(memory->categories.size() == cards.size());
+    for (std::size_t i = 0; i < cards.size(); ++i)
+        CHECK(memory->categories[i] == "Llama-3.1-8B · int4-g128 · " + cards[i]);
+}
