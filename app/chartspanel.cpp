@@ -275,6 +275,9 @@ void ChartsPanel::rebuild()
     double fyMin = 1e12;
     double fyMax = 10;
     for (std::size_t i = 0; i < m_plans.size(); ++i) {
+        // Only the cards the model loads on: a card where the engine would refuse to start has no frontier.
+        if (!m_plans[i].plan.verdict.loads())
+            continue;
         auto* line = new QLineSeries;
         line->setName(shortCardName(m_plans[i].card));
         line->setPen(QPen(cardColor(i), 2));

@@ -23,6 +23,8 @@ public:
     QTextBrowser* explanation() const { return m_why; }
     /// Bottom margin that ends the explanation's view on a whole line (no half line at its edge).
     void fitWholeLines();
+    /// Bottom margin that ends the table's view on a whole row (no half row at its edge).
+    void fitWholeRows();
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;

@@ -126,6 +126,32 @@ TEST_CASE("the window starts on the default model's matrix with a detail", "[win
     CHECK(checked == 3);
 }
 
+TEST_CASE("the frontier plot draws only the cards the model loads on", "[window]")
+{
+    MainWindow w(catalog(), testOptions());
+    w.resize(1280, 800);
+    w.show();
+    REQUIRE(QTest::qWaitForWindowExposed(&w));
+    // The default question: vLLM would refuse to start on the RTX 4060 (4 x 8,192 at int4-g128).
+    QStringList expected;
+    int refused = 0;
+    for (const std::string& card : w.selection().cardIds) {
+        const auto plan = planFor(w.catalog(), w.selection(), w.selection().modelId, w.selection().formatId, card);
+        REQUIRE(plan);
+        if (plan->verdict.loads())
+            expected << QString::fromStdString(w.catalog().findCard(card)->name).remove(QStringLiteral("NVIDIA ")).remove(QStringLiteral("GeForce "));
+        else
+            ++refused;
+    }
+    CHECK(refused == 1);
+    QStringList drawn;
+    for (QAbstractSeries* s : w.charts()->frontierChart()->series())
+        if (s->type() == QAbstractSeries::SeriesTypeLine)
+            drawn << s->name();
+    CHECK(drawn == expected);
+    CHECK(drawn.size() == 2);
+}
+
 TEST_CASE("driving the sliders changes the numbers shown, which equal the core's", "[window]")
 {
     MainWindow w(catalog(), testOptions());
@@ -319,6 +345,44 @@ TEST_CASE("the memory bill's and the engines' text is not cut at 1280x800", "[wi
         QTest::qWait(100);
         checkTableTextFits(w.detail()->engines()->findChild<QTableView*>());
     }
+}
+
+// Every row the view shows ends inside it: no half row at the bottom edge.
+void checkWholeRows(QTableView* view)
+{
+    REQUIRE(view);
+    const int visible = view->viewport()->height();
+    int shown = 0;
+    for (int r = 0; r < view->model()->rowCount(); ++r) {
+        const int top = view->rowViewportPosition(r);
+        if (view->isRowHidden(r) || top < 0 || top >= visible)
+            continue;
+        INFO("row " << r << ": " << top << " + " << view->rowHeight(r) << " px in a " << visible << " px view");
+        CHECK(top + view->rowHeight(r) <= visible);
+        ++shown;
+    }
+    CHECK(shown > 0);
+}
+
+TEST_CASE("the Engines compared table ends on a whole row", "[window][layout]")
+{
+    MainWindow::Options o = testOptions();
+    const QSize size = GENERATE(QSize(1280, 800), QSize(1920, 1080), QSize(1280, 700), QSize(1100, 760));
+    INFO(size.width() << "x" << size.height());
+    MainWindow w(catalog(), o);
+    w.resize(size);
+    w.show();
+    w.detailTabs()->setCurrentIndex(2);
+    QTest::qWait(150);
+    QTableView* view = w.detail()->engines()->findChild<QTableView*>();
+    REQUIRE(view);
+    REQUIRE(view->model()->rowCount() >= 6);
+    REQUIRE(view->isVisible());
+    checkWholeRows(view);
+    // Scrolled down by one row, still whole rows.
+    view->verticalScrollBar()->setValue(view->verticalScrollBar()->value() + 1);
+    QTest::qWait(50);
+    checkWholeRows(view);
 }
 
 TEST_CASE("the window title names Headroom once", "[window]")
