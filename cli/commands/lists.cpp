@@ -13,10 +13,33 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 namespace headroom::cli {
 
 namespace {
+
+/// Lines of `engines`' setting list wrap at this many characters (the terminal's 100-column habit).
+constexpr std::size_t kSettingLineChars = 100;
+
+/// Prints @p text wrapped at spaces to lines of at most @p width characters (a word longer than
+/// that stays whole on its own line), continuation lines starting with @p indent.
+void printWrapped(std::ostream& out, const std::string& text, std::size_t width, const std::string& indent)
+{
+    const std::size_t lead = std::min(text.find_first_not_of(' '), text.size());
+    std::string line = text.substr(0, lead);
+    std::istringstream words(text.substr(lead));
+    bool first = true;
+    for (std::string word; words >> word; first = false) {
+        if (!first && line.size() + 1 + word.size() > width) {
+            out << line << '\n';
+            line = indent + word;
+        } else {
+            line += (first ? "" : " ") + word;
+        }
+    }
+    out << line << '\n';
+}
 
 using Align = TextTable::Align;
 
@@ -130,14 +153,15 @@ void listEngines(CliContext& ctx)
                 aliases += (aliases.empty() ? " (" : ", ") + a;
             if (!aliases.empty())
                 aliases += ")";
-            std::cout << "  " << spec.key << aliases << ": " << settingTypeDescription(spec.type);
+            std::string line = "  " + spec.key + aliases + ": " + settingTypeDescription(spec.type);
             if (spec.type == SettingType::Choice) {
                 for (std::size_t i = 0; i < spec.choices.size(); ++i)
-                    std::cout << (i ? "|" : " ") << spec.choices[i];
+                    line += (i ? "|" : " ") + spec.choices[i];
             }
             const auto profiled = e.settingDefaults.find(spec.key);
             const std::string def = profiled != e.settingDefaults.end() ? profiled->second : spec.defaultValue;
-            std::cout << (def.empty() ? "" : ", default " + def) << "; " << spec.help << '\n';
+            line += (def.empty() ? "" : ", default " + def) + "; " + spec.help;
+            printWrapped(std::cout, line, kSettingLineChars, "      ");
         }
     }
 }

@@ -93,8 +93,14 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         cap.addRow({headlineCaption(v.headline), formatThousands(v.headline.value)});
     cap.print(out, "  ");
     out << "  " << v.reason << '\n';
+    // An engine that cannot load the format (or the KV dtype) stops before it prints its buffers.
+    const bool cannotLoad = v.state == FitState::DoesNotFit && (v.limit == FitLimit::EngineFormat || v.limit == FitLimit::EngineKvDtype);
+    if (cannotLoad && !p.engineFigures.empty())
+        out << "  " << r.engine.name << " cannot load "
+            << (v.limit == FitLimit::EngineFormat ? p.formatId + " weights" : "a " + p.kvDtypeId + " KV cache")
+            << ": it stops at start-up, before printing its buffers\n";
     for (const EngineFigure& f : p.engineFigures)
-        if (!f.printed.empty()) // the split's speed inputs are figures the engine does not print
+        if (!cannotLoad && !f.printed.empty()) // the split's speed inputs are figures the engine does not print
             out << "  " << r.engine.name << " would print: " << f.printed << '\n';
     for (const std::string& n : p.notes)
         out << "  note: " << n << '\n';

@@ -109,3 +109,12 @@ add_test(NAME cli_plan_offload_n COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c 
 set_tests_properties(cli_plan_offload_n PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "12/41 layers on the GPU")
 add_test(NAME cli_plan_free COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --free 6GiB)
 set_tests_properties(cli_plan_free PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "other_processes.*partial offload: [0-9]+/41 layers on the GPU")
+
+# `engines` wraps each setting's description at 100 characters (some ran to 172 on one line).
+headroom_cli_sh_test(cli_engines_settings_wrapped
+  "${HEADROOM_CLI} engines | sed -n '/settings (--set KEY=VALUE):/,$p' > ${CLI_SCRATCH}/engines.txt; echo \"settings lines $(grep -c . ${CLI_SCRATCH}/engines.txt), over 100: $(awk 'length > 100' ${CLI_SCRATCH}/engines.txt | wc -l)\"; grep -A1 '^  mem-fraction-static' ${CLI_SCRATCH}/engines.txt"
+  "settings lines [1-9][0-9]+, over 100: 0\n  mem-fraction-static \\(mem_fraction_static\\): a number; [^\n]+\n      [a-z]")
+# An engine that cannot load the format prints no start-up lines for it, and says so.
+headroom_cli_sh_test(cli_plan_engine_cannot_load_format
+  "${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp; echo \"would print lines: $(${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp | grep -c 'would print')\""
+  "llama.cpp \\(--fit\\) cannot load int4-g128 weights: it stops at start-up, before printing its buffers\n.*would print lines: 0")
