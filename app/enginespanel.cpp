@@ -1,8 +1,8 @@
 #include "enginespanel.h"
+#include "wholerowstable.h"
 
 #include <QAbstractTextDocumentLayout>
 
-#include <algorithm>
 #include <QEvent>
 #include <QHeaderView>
 #include <QScrollBar>
@@ -23,63 +23,6 @@ public:
     using QAbstractScrollArea::setViewportMargins;
 };
 
-// A table that ends its view on a whole row (no half row at its bottom edge): a bottom viewport
-// margin of what is left below the last whole row, fitted whenever rows, size or scroll change.
-class WholeRowsTable : public QTableView
-{
-public:
-    void fitWholeRows()
-    {
-        if (m_fitting)
-            return;
-        m_fitting = true;
-        m_bottom = 0;
-        applyBottom();
-        const int visible = viewport()->height();
-        int lastBottom = 0;
-        const int first = rowAt(0);
-        for (int r = std::max(first, 0); first >= 0 && r < model()->rowCount(); ++r) {
-            if (isRowHidden(r))
-                continue;
-            const int bottom = rowViewportPosition(r) + rowHeight(r);
-            if (bottom > visible) {
-                if (lastBottom > 0) // a first row taller than the view stays as it is, cut
-                    m_bottom = visible - lastBottom;
-                break;
-            }
-            lastBottom = bottom;
-        }
-        applyBottom();
-        m_fitting = false;
-    }
-
-protected:
-    void updateGeometries() override
-    {
-        // QTableView sets the headers' room as the left and top margins, and the bottom to 0.
-        QTableView::updateGeometries();
-        if (m_fitting)
-            applyBottom();
-        else
-            fitWholeRows();
-    }
-    void scrollContentsBy(int dx, int dy) override
-    {
-        QTableView::scrollContentsBy(dx, dy);
-        fitWholeRows();
-    }
-
-private:
-    void applyBottom()
-    {
-        const QMargins m = viewportMargins();
-        if (m.bottom() != m_bottom)
-            setViewportMargins(m.left(), m.top(), m.right(), m_bottom);
-    }
-
-    bool m_fitting = false;
-    int m_bottom = 0; ///< the bottom margin that ends the view on a whole row
-};
 
 } // namespace
 

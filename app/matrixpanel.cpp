@@ -1,4 +1,5 @@
 #include "matrixpanel.h"
+#include "wholerowstable.h"
 
 #include "choicespanel.h"
 #include "formatting.h"
@@ -34,7 +35,7 @@ QString matrixCaption(const Catalog& catalog, const Selection& s)
 MatrixPanel::MatrixPanel(QWidget* parent) : QWidget(parent)
 {
     m_model = new WhatFitsModel(this);
-    m_view = new QTableView;
+    m_view = new WholeRowsTable; // ends on a whole row
     m_proxy = new QSortFilterProxyModel(this);
     m_proxy->setSourceModel(m_model);
     m_proxy->setSortRole(WhatFitsModel::RawRole);

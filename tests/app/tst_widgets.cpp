@@ -364,7 +364,7 @@ void checkWholeRows(QTableView* view)
     CHECK(shown > 0);
 }
 
-TEST_CASE("the Engines compared table ends on a whole row", "[window][layout]")
+TEST_CASE("the Engines compared table and the What fits matrix end on a whole row", "[window][layout]")
 {
     MainWindow::Options o = testOptions();
     const QSize size = GENERATE(QSize(1280, 800), QSize(1920, 1080), QSize(1280, 700), QSize(1100, 760));
@@ -383,6 +383,12 @@ TEST_CASE("the Engines compared table ends on a whole row", "[window][layout]")
     view->verticalScrollBar()->setValue(view->verticalScrollBar()->value() + 1);
     QTest::qWait(50);
     checkWholeRows(view);
+    // The matrix: 12 formats on three cards, more rows than it shows at 1280x800.
+    QTableView* matrix = w.matrixPanel()->view();
+    checkWholeRows(matrix);
+    matrix->verticalScrollBar()->setValue(matrix->verticalScrollBar()->value() + 1);
+    QTest::qWait(50);
+    checkWholeRows(matrix);
 }
 
 TEST_CASE("the window title names Headroom once", "[window]")
