@@ -302,7 +302,7 @@ TEST_CASE("the memory chart of a large report charts one plan on every card, nam
                 if (b.kind == report::Block::Kind::Chart)
                     memory = &b.chart;
     REQUIRE(memory);
-    CHECK(memory->title == "Memory of each card, per device (GiB), for the plan that fits as asked on the most cards");
+    CHECK(memory->title == "Memory (GiB), the plan that fits most cards");
     REQUIRE(memory->categories.size() == cards.size());
     for (std::size_t i = 0; i < cards.size(); ++i)
         CHECK(memory->categories[i] == "Llama-3.1-8B · int4-g128 · " + cards[i]);

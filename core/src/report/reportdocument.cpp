@@ -369,7 +369,7 @@ std::vector<const json*> memoryChartPlans(const json& doc, const std::vector<con
     for (const json& p : plans)
         if (key(p) == best)
             out.push_back(&p);
-    title = "Memory of each card, per device (GiB), for the plan that fits as asked on the most cards";
+    title = "Memory (GiB), the plan that fits most cards";
     return out;
 }
 
