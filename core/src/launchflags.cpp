@@ -1,4 +1,5 @@
 #include "headroom/core/launchflags.h"
+#include "headroom/core/safetext.h"
 
 #include "headroom/core/capacity.h"
 #include "headroom/core/enginerules.h"
@@ -54,14 +55,17 @@ std::pair<std::string, std::string> vllmQuantization(const ModelProfile& model, 
 
 std::string modelArgument(const ModelProfile& model, bool wantGguf)
 {
-    const std::filesystem::path p(model.id);
+    // A model read from a path names it by its own bytes (the id is made safe to print, and a
+    // file name need not be UTF-8): shellQuote writes any byte so that it pastes back exactly.
+    const std::string& id = model.localPath.empty() ? model.id : model.localPath;
+    const std::filesystem::path p(id);
     const std::string ext = lower(p.extension().string());
     if (ext == ".gguf")
-        return model.id;
-    if (!wantGguf && model.id.find('/') != std::string::npos) {
+        return id;
+    if (!wantGguf && id.find('/') != std::string::npos) {
         if (ext == ".json" || ext == ".safetensors")
             return p.parent_path().string();
-        return model.id;
+        return id;
     }
     return "$MODEL";
 }
@@ -439,10 +443,40 @@ std::string shellQuote(std::string_view word)
     };
     if (!word.empty() && std::all_of(word.begin(), word.end(), [&](char c) { return plain(static_cast<unsigned char>(c)); }))
         return std::string(word);
-    std::string out = "'";
-    for (char c : word)
-        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+    if (word.empty())
+        return "''";
+    // Runs of printable characters (and newlines) in single quotes; runs of other bytes as
+    // "$(printf '\ooo')": POSIX printf decodes octal escapes in its format, and such a run holds
+    // no newline, so the command substitution strips nothing.
+    std::string out;
+    bool inQuotes = false;
+    for (std::size_t i = 0; i < word.size();) {
+        const std::size_t len = word[i] == '\n' ? 1 : printableLength(word, i);
+        if (len > 0) {
+            if (!inQuotes)
+                out += '\'';
+            inQuotes = true;
+            if (word[i] == '\'')
+                out += "'\\''";
+            else
+                out.append(word, i, len);
+            i += len;
+            continue;
+        }
+        if (inQuotes)
+            out += '\'';
+        inQuotes = false;
+        out += "\"$(printf '";
+        for (; i < word.size() && word[i] != '\n' && printableLength(word, i) == 0; ++i) {
+            char octal[8];
+            std::snprintf(octal, sizeof octal, "\\%03o", static_cast<unsigned char>(word[i]));
+            out += octal;
+        }
+        out += "')\"";
+    }
+    if (inQuotes)
+        out += '\'';
+    return out;
 }
 
 } // namespace headroom

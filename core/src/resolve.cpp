@@ -191,7 +191,7 @@ std::optional<tl::expected<ModelProfile, std::string>> resolveRemote(const std::
         return tl::unexpected(imported.error().message);
     }
     if (!imported->architecture)
-        return tl::unexpected(arg + ": the files describe no model architecture, so the KV cache cannot be sized");
+        return tl::unexpected(safeText(arg) + ": the files describe no model architecture, so the KV cache cannot be sized");
     ModelProfile p = modelProfileFromImport(*imported);
     if (source->kind == RemoteSource::Kind::HubRepo) {
         p.id = "hf://" + source->repoId + "@" + source->revision;
@@ -270,14 +270,16 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
     if (!imported)
         return tl::unexpected(toString(imported.error()));
     if (!imported->architecture)
-        return tl::unexpected(arg + ": the file describes no model architecture ("
+        return tl::unexpected(safeText(arg) + ": the file describes no model architecture ("
                               + (imported->architectureName.empty() ? std::string("no hyperparameters")
                                                                     : "no " + imported->architectureName + " hyperparameters")
                               + "), so its KV cache cannot be sized");
     if (imported->format == "gguf" && imported->tensors.empty())
-        return tl::unexpected(arg + ": no tensors: a tokenizer/vocabulary-only GGUF holds no weights to plan "
+        return tl::unexpected(safeText(arg) + ": no tensors: a tokenizer/vocabulary-only GGUF holds no weights to plan "
                               "(use the model's own GGUF)");
-    return modelProfileFromImport(*imported);
+    ModelProfile profile = modelProfileFromImport(*imported);
+    profile.localPath = arg;
+    return profile;
 }
 
 std::string sizeProblem(std::string_view text)

@@ -44,11 +44,19 @@ bool isControl(unsigned char c) { return c < 0x20 || c == 0x7F; }
 
 } // namespace
 
+std::size_t printableLength(std::string_view text, std::size_t at)
+{
+    const std::size_t len = sequenceLength(text, at);
+    if (len == 0 || (len == 1 && isControl(static_cast<unsigned char>(text[at]))) || isC1(text, at, len))
+        return 0;
+    return len;
+}
+
 bool isSafeText(std::string_view text)
 {
     for (std::size_t i = 0; i < text.size();) {
-        const std::size_t len = sequenceLength(text, i);
-        if (len == 0 || (len == 1 && isControl(static_cast<unsigned char>(text[i]))) || isC1(text, i, len))
+        const std::size_t len = printableLength(text, i);
+        if (len == 0)
             return false;
         i += len;
     }

@@ -88,3 +88,8 @@ add_test(NAME fuzz_script_reports_crash
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzzscript.sh ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/fuzzscript)
 set_tests_properties(fuzz_script_reports_crash PROPERTIES TIMEOUT 120 LABELS "cli;hostile" PASS_REGULAR_EXPRESSION
   "fuzz.sh exit code 1\nfuzz: FAILED fuzz_gguf \\(exit 1\\): crash file [^\n]*/fuzz-artifacts/fuzz_gguf/crash-da39a3ee [^\n]*\nfuzz: FAILED fuzz_hfconfig \\(exit 77\\): no crash file written[^\n]*\nfuzz: 2 of 3 targets failed: fuzz_gguf fuzz_hfconfig\ncrash file kept\nclean fuzz.sh exit code 0")
+# class 7, round trip: for file names with spaces, quotes, $(...), backquotes, a newline, a tab,
+# bytes that are not UTF-8, escape sequences, the printed llama-server and vllm lines run through
+# sh and bash (stubs in PATH) hand the engine the exact bytes of the path, and run nothing else.
+headroom_hostile_test(flags_roundtrip "name 1 llama.cpp sh: same bytes\n.*name 9 vllm bash: same bytes\ncannot access 'pwned'"
+  "DIFFERENT|raw control byte|flags failed")

@@ -83,6 +83,40 @@ case $case_name in
     # Run the printed line with printf in place of llama-server: the arguments come back literally.
     sh -c "printf '[%s]\n' ${line#llama-server }" | head -2
     ls pwned pwned2 2>&1 | sed 's/.*cannot access/cannot access/' ;;
+  flags_roundtrip)     # class 7: the printed command, pasted into sh and bash, gives the engine the file's own name
+    "$gen" names . || exit 1
+    mkdir stub
+    for engine in vllm llama-server; do
+      # a stub that writes each argument it was given to a file of its own: args/1, args/2, ...
+      printf '#!/bin/sh\nrm -rf %s/args; mkdir %s/args; i=0\nfor a; do i=$((i + 1)); printf "%%s" "$a" > %s/args/$i; done\n' \
+        "$scratch" "$scratch" "$scratch" > "stub/$engine"
+    done
+    chmod +x stub/*
+    nl='
+'
+    n=0
+    for name in 'with space.gguf' "it's \"quoted\".gguf" 'a$(touch pwned).gguf' 'b`touch pwned`.gguf' \
+                "new${nl}line.gguf" "$(printf 'tab\there.gguf')" "$(printf 'bytes\377\376.gguf')" \
+                "$(printf 'esc\033[2J\007.gguf')" '$HOME;*.gguf'; do
+      n=$((n + 1))
+      cp llama.gguf "./$name"
+      printf '%s' "./$name" > expected
+      for engine in llama.cpp vllm; do
+        # the command: from line 2 of the output up to the blank line before the flag table
+        out=$("$cli" flags --engine $engine -m "./$name" -c rtx-4090) || { echo "name $n $engine: flags failed"; continue; }
+        cmd=$(printf '%s\n' "$out" | sed -n '2,/^$/p')
+        case $cmd in *"$(printf '\033')"*|*"$(printf '\007')"*|*"$(printf '\t')"*) echo "name $n $engine: raw control byte in the command" ;; esac
+        for shell in sh bash; do
+          command -v $shell >/dev/null || continue
+          rm -rf args
+          PATH=$scratch/stub:$PATH $shell -c "$cmd"
+          # the model is the second argument (llama-server -m PATH; vllm serve PATH)
+          if cmp -s args/2 expected; then echo "name $n $engine $shell: same bytes"
+          else echo "name $n $engine $shell: DIFFERENT: $(od -An -c args/2 2>&1 | head -2)"; fi
+        done
+      done
+    done
+    ls pwned 2>&1 | sed 's/.*cannot access/cannot access/' ;;
   render_leftovers)    # class 8: no temporary report in TMPDIR; the renderer refuses an orphaned start
     [ -x "$render" ] || { echo "SKIPPED: no headroom-render"; exit 0; }
     mkdir tmp

@@ -95,10 +95,16 @@ struct LaunchFlags {
 /// not exist in that engine (llama.cpp has no fp8 cache; vLLM and SGLang no q8_0), or nothing fits.
 tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, const PlanResult& plan);
 
-/// @p word quoted for POSIX sh (the shell every `command` is printed for): returned as it is when
-/// it holds only characters sh never treats specially (letters, digits, `_@%+=:,./-`), else in
-/// single quotes with each `'` written `'\''`, so that `$(...)`, backquotes, `;`, spaces and
-/// newlines in a file name stay literal when the line is pasted. The empty word is `''`.
+/// @p word quoted for POSIX sh (the shell every `command` is printed for; also bash, zsh, ksh,
+/// dash): returned as it is when it holds only characters sh never treats specially (letters,
+/// digits, `_@%+=:,./-`); else printable characters and newlines go in single quotes (each `'`
+/// written `'\''`; a newline stays a literal newline inside the quotes, which every POSIX shell
+/// keeps and an interactive one reads on as a continued line), and each run of other bytes
+/// (control characters, tabs, bytes that are not UTF-8) becomes `"$(printf '\ooo...')"`, octal
+/// escapes that POSIX printf decodes, so the line holds no raw control byte, is valid UTF-8 (the
+/// JSON output), and pastes back to the exact bytes. `$(...)`, backquotes, `;` and spaces in a
+/// file name stay literal. The empty word is `''`. (`$'...'` is not used: dash, Debian's sh,
+/// does not decode it.)
 std::string shellQuote(std::string_view word);
 
 } // namespace headroom

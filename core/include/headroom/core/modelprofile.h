@@ -54,7 +54,9 @@ struct ExactWeights {
 
 /// A model as the planner sees it.
 struct ModelProfile {
-    std::string id;                          ///< "llama-3.1-8b", or the path it was read from
+    std::string id;                          ///< "llama-3.1-8b", or the path it was read from (made safe to print: safetext.h)
+    std::string localPath;                   ///< the file or folder it was read from, its bytes as given (may be no UTF-8, hold
+                                             ///< controls: never print it as it is; launchflags.h quotes it); empty for a profile
     std::string name;                        ///< "Llama-3.1-8B"
     std::string source;                      ///< where the facts come from (HF repo @ revision, file path)
     std::optional<Architecture> architecture;///< absent when only a nominal count is known

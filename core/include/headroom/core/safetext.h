@@ -19,4 +19,9 @@ std::string safeText(std::string_view text);
 /// True when safeText(@p text) would return @p text unchanged.
 bool isSafeText(std::string_view text);
 
+/// Length in bytes (1..4) of the printable character that starts at byte @p at of @p text: a
+/// well-formed UTF-8 sequence that is no control character (the characters safeText keeps as
+/// they are); 0 when the byte there is ill-formed UTF-8 or starts a control. @p at < size().
+std::size_t printableLength(std::string_view text, std::size_t at);
+
 } // namespace headroom
