@@ -418,6 +418,10 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
 
 tl::expected<HfConfig, ImportError> parseHfConfig(std::string_view json, std::string fileName)
 {
+    if (json.size() > kHfConfigMaxBytes)
+        return tl::unexpected(makeError(ImportErrorCode::BadValue, fileName,
+                                        std::to_string(json.size()) + " bytes, more than the " + std::to_string(kHfConfigMaxBytes)
+                                            + " a config.json may hold"));
     auto root = importers::parseJson(json, fileName);
     if (!root)
         return tl::unexpected(root.error());
@@ -435,7 +439,7 @@ tl::expected<HfConfig, ImportError> parseHfConfig(std::string_view json, std::st
 
 tl::expected<HfConfig, ImportError> readHfConfig(const std::filesystem::path& path)
 {
-    auto text = importers::readSmallFile(path, 16u << 20);
+    auto text = importers::readSmallFile(path, kHfConfigMaxBytes);
     if (!text)
         return tl::unexpected(text.error());
     return parseHfConfig(*text, path.string());

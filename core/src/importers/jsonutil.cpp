@@ -3,7 +3,6 @@
 #include "importutil.h"
 
 #include <cmath>
-#include <unordered_set>
 #include <vector>
 
 namespace headroom::importers {
@@ -19,53 +18,89 @@ const char* jsonTypeName(const nlohmann::json& j)
 
 namespace {
 
-/// SAX handler: nlohmann's own DOM builder, plus a set of the keys seen in each open object.
-/// Stops the parse (returns false) at the first duplicate key.
-class DuplicateKeySax {
+/// SAX handler that builds the DOM and refuses a duplicate key through the object being built
+/// (its std::map: one O(log n) lookup per key, no copy of the keys). nlohmann's own builder keeps
+/// the last of two equal keys silently, and a key set per open object beside it cost a copy of
+/// every key (a third of the time and memory of a large index). Stops (returns false) at the
+/// first duplicate key; a syntax error is kept for the caller (parse_error).
+class DomSax {
 public:
     using json = nlohmann::json;
-    DuplicateKeySax() : m_dom(m_root, true) {}
 
-    bool null() { return m_dom.null(); }
-    bool boolean(bool v) { return m_dom.boolean(v); }
-    bool number_integer(json::number_integer_t v) { return m_dom.number_integer(v); }
-    bool number_unsigned(json::number_unsigned_t v) { return m_dom.number_unsigned(v); }
-    bool number_float(json::number_float_t v, const json::string_t& s) { return m_dom.number_float(v, s); }
-    bool string(json::string_t& v) { return m_dom.string(v); }
-    bool binary(json::binary_t& v) { return m_dom.binary(v); }
-    bool start_object(std::size_t n)
-    {
-        m_keys.emplace_back();
-        return m_dom.start_object(n);
-    }
+    bool null() { return put(json(nullptr)); }
+    bool boolean(bool v) { return put(json(v)); }
+    bool number_integer(json::number_integer_t v) { return put(json(v)); }
+    bool number_unsigned(json::number_unsigned_t v) { return put(json(v)); }
+    bool number_float(json::number_float_t v, const json::string_t&) { return put(json(v)); }
+    bool string(json::string_t& v) { return put(json(std::move(v))); }
+    bool binary(json::binary_t& v) { return put(json::binary(std::move(v))); }
+    bool start_object(std::size_t) { return open(json::object()); }
+    bool start_array(std::size_t) { return open(json::array()); }
     bool key(json::string_t& k)
     {
-        if (!m_keys.back().insert(k).second) {
-            m_duplicate = k;
+        auto& object = m_stack.back()->get_ref<json::object_t&>();
+        auto [it, inserted] = object.try_emplace(std::move(k));
+        if (!inserted) {
+            m_duplicate = it->first;
             return false;
         }
-        return m_dom.key(k);
+        m_slot = &it->second;
+        return true;
     }
     bool end_object()
     {
-        m_keys.pop_back();
-        return m_dom.end_object();
+        m_stack.pop_back();
+        return true;
     }
-    bool start_array(std::size_t n) { return m_dom.start_array(n); }
-    bool end_array() { return m_dom.end_array(); }
-    bool parse_error(std::size_t pos, const std::string& token, const nlohmann::detail::exception& e)
+    bool end_array()
     {
-        return m_dom.parse_error(pos, token, e); // throws the parse_error (allow_exceptions)
+        m_stack.pop_back();
+        return true;
+    }
+    bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e)
+    {
+        m_syntax = {position, e.what()};
+        return false;
     }
 
     const std::optional<std::string>& duplicate() const { return m_duplicate; }
+    /// Where the syntax error is (characters read) and what it is, if one was found.
+    const std::optional<std::pair<std::size_t, std::string>>& syntaxError() const { return m_syntax; }
     json take() { return std::move(m_root); }
 
 private:
+    /// Places @p v as the root, the next array item or the value of the last key; its address.
+    json* place(json&& v)
+    {
+        if (m_stack.empty()) {
+            m_root = std::move(v);
+            return &m_root;
+        }
+        json& top = *m_stack.back();
+        if (top.is_array()) {
+            auto& array = top.get_ref<json::array_t&>();
+            array.push_back(std::move(v));
+            return &array.back();
+        }
+        *m_slot = std::move(v);
+        return m_slot;
+    }
+    bool put(json&& v)
+    {
+        place(std::move(v));
+        return true;
+    }
+    bool open(json&& container)
+    {
+        m_stack.push_back(place(std::move(container)));
+        return true;
+    }
+
     json m_root;
-    nlohmann::detail::json_sax_dom_parser<json> m_dom;
-    std::vector<std::unordered_set<std::string>> m_keys;
+    std::vector<json*> m_stack; ///< the open arrays and objects (an array's last item stays put while it is open)
+    json* m_slot = nullptr;     ///< the value of the last key of the innermost object
     std::optional<std::string> m_duplicate;
+    std::optional<std::pair<std::size_t, std::string>> m_syntax;
 };
 
 } // namespace
@@ -102,27 +137,27 @@ tl::expected<nlohmann::json, ImportError> parseJson(std::string_view text, const
         return tl::unexpected(makeError(ImportErrorCode::NestingTooDeep, file,
                                         "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
                                         baseOffset + *at));
-    // Duplicate keys are refused (nlohmann keeps the last one silently). The check runs in a SAX
-    // handler beside the DOM builder, one hash set per open object: linear in the text. (A parser
-    // callback would be quadratic: nlohmann's callback DOM builder rescans the parent object at the
-    // end of every child, json_sax_dom_callback_parser::end_object in nlohmann/json 3.11.)
-    DuplicateKeySax sax;
+    // Duplicate keys are refused (nlohmann keeps the last one silently), through the object being
+    // built: linear in the text, with no copy of the keys. (A parser callback would be quadratic:
+    // nlohmann's callback DOM builder rescans the parent object at the end of every child,
+    // json_sax_dom_callback_parser::end_object in nlohmann/json 3.11.)
+    DomSax sax;
+    bool ok = false;
     try {
-        const bool ok = nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
-        if (sax.duplicate())
-            return tl::unexpected(makeError(ImportErrorCode::DuplicateKey, file,
-                                            "key \"" + *sax.duplicate() + "\" appears twice in one object", std::nullopt,
-                                            *sax.duplicate()));
-        if (!ok)
-            return tl::unexpected(makeError(ImportErrorCode::BadJson, file, "invalid JSON", baseOffset));
-        return sax.take();
-    } catch (const nlohmann::json::parse_error& e) {
-        return tl::unexpected(makeError(ImportErrorCode::BadJson, file,
-                                        std::string("invalid JSON: ") + e.what(),
-                                        baseOffset + (e.byte > 0 ? e.byte - 1 : 0)));
+        ok = nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
     } catch (const std::exception& e) {
         return tl::unexpected(makeError(ImportErrorCode::BadJson, file, std::string("invalid JSON: ") + e.what(), baseOffset));
     }
+    if (sax.duplicate())
+        return tl::unexpected(makeError(ImportErrorCode::DuplicateKey, file,
+                                        "key \"" + *sax.duplicate() + "\" appears twice in one object", std::nullopt,
+                                        *sax.duplicate()));
+    if (const auto& syntax = sax.syntaxError())
+        return tl::unexpected(makeError(ImportErrorCode::BadJson, file, "invalid JSON: " + syntax->second,
+                                        baseOffset + (syntax->first > 0 ? syntax->first - 1 : 0)));
+    if (!ok)
+        return tl::unexpected(makeError(ImportErrorCode::BadJson, file, "invalid JSON", baseOffset));
+    return sax.take();
 }
 
 const nlohmann::json* JsonObject::get(const char* key) const

@@ -99,6 +99,10 @@ std::string lowerDtypeToFormat(const std::string& type)
 
 tl::expected<SafetensorsIndex, ImportError> parseSafetensorsIndex(std::string_view json, const std::string& fileName)
 {
+    if (json.size() > kSafetensorsIndexMaxBytes)
+        return tl::unexpected(makeError(ImportErrorCode::BadValue, fileName,
+                                        std::to_string(json.size()) + " bytes, more than the " + std::to_string(kSafetensorsIndexMaxBytes)
+                                            + " an index may hold"));
     auto root = importers::parseJson(json, fileName);
     if (!root)
         return tl::unexpected(root.error());
@@ -111,18 +115,22 @@ tl::expected<SafetensorsIndex, ImportError> parseSafetensorsIndex(std::string_vi
         const nlohmann::json* map = top.objectOf("weight_map");
         if (!map)
             return tl::unexpected(makeError(ImportErrorCode::MissingKey, fileName, "no weight_map", std::nullopt, "weight_map"));
-        for (auto it = map->begin(); it != map->end(); ++it) {
-            if (!it.value().is_string())
+        // The entries move from the DOM into the map, one node at a time (extract): the names are
+        // never copied, and the peak is the DOM's, not the DOM plus the map.
+        auto& entries = (*root)["weight_map"].get_ref<nlohmann::json::object_t&>();
+        while (!entries.empty()) {
+            auto node = entries.extract(entries.begin());
+            if (!node.mapped().is_string())
                 return tl::unexpected(makeError(ImportErrorCode::WrongKeyType, fileName,
-                                                std::string("expected a shard file name, found ") + it.value().type_name(),
-                                                std::nullopt, "weight_map." + it.key()));
-            std::string shard = it.value().get<std::string>();
+                                                std::string("expected a shard file name, found ") + node.mapped().type_name(),
+                                                std::nullopt, "weight_map." + node.key()));
+            std::string shard = std::move(node.mapped().get_ref<std::string&>());
             if (shard.empty() || shard.find('/') != std::string::npos || shard.find('\\') != std::string::npos ||
                 shard == "." || shard == "..")
                 return tl::unexpected(makeError(ImportErrorCode::BadValue, fileName,
                                                 "shard name \"" + shard + "\" must be a plain file name in the directory",
-                                                std::nullopt, "weight_map." + it.key()));
-            out.weightMap.emplace(it.key(), std::move(shard));
+                                                std::nullopt, "weight_map." + node.key()));
+            out.weightMap.emplace_hint(out.weightMap.end(), std::move(node.key()), std::move(shard));
         }
         if (const nlohmann::json* meta = top.objectOf("metadata")) {
             importers::JsonObject m(*meta, fileName, "metadata");
@@ -136,7 +144,7 @@ tl::expected<SafetensorsIndex, ImportError> parseSafetensorsIndex(std::string_vi
 
 tl::expected<ImportedModel, ImportError> importHfConfig(const std::filesystem::path& path)
 {
-    auto text = importers::readSmallFile(path, 16u << 20);
+    auto text = importers::readSmallFile(path, kHfConfigMaxBytes);
     if (!text)
         return tl::unexpected(text.error());
     auto config = parseHfConfig(*text, path.string());
@@ -173,7 +181,7 @@ tl::expected<ImportedModel, ImportError> importModelDirectory(const std::filesys
     std::optional<HfConfig> config;
     const fs::path configPath = dir / "config.json";
     if (fs::exists(configPath, ec)) {
-        auto text = importers::readSmallFile(configPath, 16u << 20);
+        auto text = importers::readSmallFile(configPath, kHfConfigMaxBytes);
         if (!text)
             return tl::unexpected(text.error());
         auto parsed = parseHfConfig(*text, configPath.string());
@@ -206,7 +214,7 @@ tl::expected<ImportedModel, ImportError> importModelDirectory(const std::filesys
         return alone;
     }
     if (fs::exists(indexPath, ec)) {
-        auto text = importers::readSmallFile(indexPath, 256u << 20);
+        auto text = importers::readSmallFile(indexPath, kSafetensorsIndexMaxBytes);
         if (!text)
             return tl::unexpected(text.error());
         auto parsed = parseSafetensorsIndex(*text, indexPath.string());

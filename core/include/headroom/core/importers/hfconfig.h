@@ -36,13 +36,19 @@ struct HfConfig {
     std::vector<std::string> warnings;      ///< defaults assumed, unknown families read llama-like, ...
 };
 
-/// Parses a config.json text. @p fileName is used in errors. Errors: BadJson (not JSON / not an
+/// The largest config.json read, bytes (4 MiB). Real ones hold a few KiB (a 21,843-class id2label
+/// about 1 MiB); the parse keeps a DOM, about 11x the text for a file of small objects (measured:
+/// tests/importers/tst_hostile.cpp "hostile 1: memory"), so the bound keeps it under ~50 MB.
+inline constexpr std::uint64_t kHfConfigMaxBytes = 4u << 20;
+
+/// Parses a config.json text. @p fileName is used in errors. Errors: BadValue (longer than
+/// kHfConfigMaxBytes), BadJson (not JSON / not an
 /// object), MissingKey (no layer count, width or head count), WrongKeyType (a number that is a
 /// string, ...), BadValue (zero or absurd sizes, heads not divisible), UnsupportedArchitecture
 /// (encoder-only or non-transformer families). Never throws.
 tl::expected<HfConfig, ImportError> parseHfConfig(std::string_view json, std::string fileName = "config.json");
 
-/// Reads and parses a config.json file (at most 16 MiB).
+/// Reads and parses a config.json file (at most kHfConfigMaxBytes).
 tl::expected<HfConfig, ImportError> readHfConfig(const std::filesystem::path& path);
 
 } // namespace headroom

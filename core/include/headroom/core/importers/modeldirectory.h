@@ -25,8 +25,13 @@ struct SafetensorsIndex {
     std::uint64_t contentHash = 0;                ///< FNV-1a 64 of the index text
 };
 
+/// The largest model.safetensors.index.json read, bytes (64 MiB). Real ones hold about 90 bytes
+/// per tensor (DeepSeek-V2-Lite: 5,291 entries in 480 KB), so this is ~700,000 tensors; parsing
+/// costs about 5x the text (measured: tst_hostile.cpp "hostile 1: ... memory").
+inline constexpr std::uint64_t kSafetensorsIndexMaxBytes = 64u << 20;
+
 /// Parses an index text. Errors: BadJson, MissingKey (weight_map), WrongKeyType, BadValue
-/// (a shard name with a path separator or "..").
+/// (a shard name with a path separator or "..", a text longer than kSafetensorsIndexMaxBytes).
 tl::expected<SafetensorsIndex, ImportError> parseSafetensorsIndex(std::string_view json,
                                                                  const std::string& fileName = "model.safetensors.index.json");
 
