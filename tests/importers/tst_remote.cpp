@@ -3,6 +3,8 @@
 // The libcurl transport against a real loopback server is tested by tests/remote/remote_cli_test.py.
 
 #include "fixtures.h"
+#include "hostile.h"
+#include "hostilefiles.h"
 
 #include "headroom/core/remote/remotemodel.h"
 
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -216,4 +219,45 @@ TEST_CASE("offline: a clear error, and an older copy still answers", "[remote]")
     auto refused = importRemoteModel(*parseRemoteSource(url), server, offlineOnly);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().message.find("HF_HUB_OFFLINE") != std::string::npos);
+}
+
+TEST_CASE("a hostile cache marker (wrong types, deep nesting, a FIFO) is no usable mirror: fetched again, never an abort or a hang",
+          "[remote][hostile]")
+{
+    TempCache cache;
+    MemoryServer server;
+    const std::string url = "https://example.org/small.gguf";
+    const auto bytes = test::hostile::ggufSmallLlama();
+    server.files[url] = std::string(bytes.begin(), bytes.end());
+    RemoteOptions o;
+    o.cacheDir = cache.dir;
+    REQUIRE(importRemoteModel(*parseRemoteSource(url), server, o));
+    fs::path marker;
+    for (const auto& e : fs::recursive_directory_iterator(cache.dir))
+        if (e.path().filename() == "headroom-remote.json")
+            marker = e.path();
+    REQUIRE(!marker.empty());
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    const std::vector<std::pair<const char*, std::string>> markers{
+        {"schema_version a string", R"({"schema_version": "1", "source": 7, "commit": [], "target": {}, "fetched_unix_s": "now"})"},
+        {"target a number", R"({"schema_version": 1, "source": "x", "commit": "", "target": 5, "fetched_unix_s": 0})"},
+        {"nested 100,000 deep", R"({"schema_version": 1, "target": )" + deep + "}"},
+        {"not JSON", "{\"schema_version\": 1,"},
+        {"a FIFO", ""}};
+    for (const auto& [what, text] : markers) {
+        INFO(what);
+        fs::remove(marker);
+        if (std::string(what) == "a FIFO")
+            REQUIRE(::mkfifo(marker.c_str(), 0600) == 0);
+        else
+            std::ofstream(marker, std::ios::binary) << text;
+        const std::size_t before = server.requests.size();
+        const test::BoundedRun run = test::runBounded(test::timeBound(10), [&] {
+            auto m = importRemoteModel(*parseRemoteSource(url), server, o);
+            return m && m->architecture && server.requests.size() > before ? 0 : 1; // fetched again
+        });
+        INFO(run.describe());
+        REQUIRE(run.finished);
+        CHECK(run.exitCode == 0);
+    }
 }

@@ -6,6 +6,9 @@
 #include "headroom/core/importers/safetensors.h"
 #include "headroom/core/resolve.h"
 
+#include "importers/importutil.h"
+#include "importers/jsonutil.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -209,19 +212,35 @@ bool isModelGguf(const std::string& path)
     return true;
 }
 
-/// A usable cached mirror: complete (marker present) and fresh for a branch or URL.
+/// The most a mirror's marker may hold, bytes (it names a few files; ours are a few KiB).
+constexpr std::uint64_t kMaxMarkerBytes = 1u << 20;
+
+/// A usable cached mirror: complete (marker present) and fresh for a branch or URL. The marker is
+/// read as untrusted (the cache folder is the user's to edit): opened once and checked through
+/// its descriptor (a regular file, at most kMaxMarkerBytes; never a FIFO, a device), nesting
+/// bounded, each field the type we wrote; anything else is no usable mirror (it is fetched again).
 std::optional<nlohmann::json> cachedMarker(const fs::path& dir, bool acceptStale, std::chrono::seconds ttl, bool isCommitRev)
 {
-    std::ifstream in(dir / kMarkerFile);
-    if (!in)
+    const fs::path file = dir / kMarkerFile;
+    auto text = importers::readSmallFile(file, kMaxMarkerBytes);
+    if (!text)
         return std::nullopt;
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || j.value("schema_version", 0) != 1)
+    auto parsed = importers::parseJson(*text, file.string());
+    if (!parsed || !parsed->is_object())
+        return std::nullopt;
+    nlohmann::json j = std::move(*parsed);
+    const auto is = [&](const char* key, nlohmann::json::value_t type) {
+        const auto it = j.find(key);
+        return it != j.end() && (it->type() == type || (type == nlohmann::json::value_t::number_integer && it->is_number_unsigned()));
+    };
+    using T = nlohmann::json::value_t;
+    if (!is("schema_version", T::number_unsigned) || j["schema_version"].get<std::uint64_t>() != 1 || !is("fetched_unix_s", T::number_integer)
+        || !is("source", T::string) || !is("commit", T::string) || !is("target", T::string))
         return std::nullopt;
     if (!acceptStale && !isCommitRev) {
-        const auto fetched = j.value("fetched_unix_s", std::int64_t{0});
+        const auto fetched = j["fetched_unix_s"].get<std::int64_t>();
         const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-        if (now - fetched > ttl.count())
+        if (fetched > now || now - fetched > ttl.count())
             return std::nullopt;
     }
     return j;

@@ -4,10 +4,12 @@
 //   models--ORG--NAME/blobs/ETAG           the files' bytes
 #include "headroom/core/stores/localstores.h"
 
+#include "headroom/core/importers/regularfile.h"
+
 #include "storeshared.h"
 
 #include <algorithm>
-#include <fstream>
+#include <cstdint>
 #include <map>
 
 namespace headroom {
@@ -53,18 +55,24 @@ bool isHex(const std::string& s)
     return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isxdigit(c); });
 }
 
-/// refs/BRANCH -> commit, for every branch whose file holds a commit id (at most 64 bytes read).
+/// A ref file holds a commit id: 40 hex digits (SHA-1), 64 for SHA-256, maybe a newline.
+constexpr std::uint64_t kMaxRefBytes = 80;
+
+/// refs/BRANCH -> commit, for every branch whose file holds a commit id. Each file is opened once
+/// and checked through its descriptor (RegularFile: never a FIFO, a device or a directory, no
+/// stat-then-open race); one larger than kMaxRefBytes holds no commit id and is skipped unread.
 std::map<std::string, std::string> readRefs(const fs::path& repo)
 {
     std::map<std::string, std::string> refs;
     std::error_code ec;
     for (fs::directory_iterator it(repo / "refs", ec), end; !ec && it != end; it.increment(ec)) {
-        if (!it->is_regular_file(ec))
+        auto file = RegularFile::open(it->path());
+        if (!file || file->sizeBytes() > kMaxRefBytes)
             continue;
-        std::ifstream in(it->path(), std::ios::binary);
-        char buf[65] = {};
-        in.read(buf, 64);
-        std::string commit(buf, static_cast<std::size_t>(in.gcount()));
+        auto text = file->readStringAt(0, kMaxRefBytes);
+        if (!text)
+            continue;
+        std::string commit = std::move(*text);
         while (!commit.empty() && (commit.back() == '\n' || commit.back() == '\r' || commit.back() == ' '))
             commit.pop_back();
         if (isHex(commit))
