@@ -1,5 +1,7 @@
 #include "commands.h"
 
+#include "headroom/core/safetext.h"
+
 #include <iostream>
 
 namespace headroom::cli {
@@ -34,9 +36,22 @@ const ProfileSet* CliContext::profiles()
     return &*m_profiles;
 }
 
+std::string printable(std::string_view text)
+{
+    std::string out;
+    for (std::size_t start = 0;;) {
+        const std::size_t end = text.find('\n', start);
+        out += safeText(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        if (end == std::string_view::npos)
+            return out;
+        out += '\n';
+        start = end + 1;
+    }
+}
+
 void CliContext::fail(const std::string& message)
 {
-    std::cerr << "headroom-cli: " << message << '\n';
+    std::cerr << "headroom-cli: " << printable(message) << '\n';
     exitCode = 1;
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace headroom::cli {
@@ -47,6 +48,11 @@ private:
     std::optional<ProfileSet> m_profiles;
     bool m_loadFailed = false;
 };
+
+/// @p text made safe to print on a terminal line by line (safeText: bytes that are not UTF-8
+/// replaced, control characters escaped), its newlines kept. For messages that quote arguments,
+/// paths and file contents.
+std::string printable(std::string_view text);
 
 /// Adds --check to @p cmd: exit 3 when some plan does not fit as asked.
 void addCheckFlag(CLI::App* cmd, CliContext& ctx);

@@ -142,7 +142,7 @@ void runCheck(const ReportOptions& o, CliContext& ctx)
         return ctx.fail(o.check + ": " + check.error().message);
     if (!check->schemaErrors.empty()) {
         for (const std::string& e : check->schemaErrors)
-            std::cerr << "headroom-cli: " << o.check << ": " << e << '\n';
+            std::cerr << "headroom-cli: " << printable(o.check + ": " + e) << '\n';
         ctx.fail(o.check + ": does not match the report schema (version " + std::to_string(kReportSchemaVersion) + ")");
         return;
     }
@@ -240,7 +240,7 @@ void run(const ReportOptions& given, CliContext& ctx)
     if (viaQt) {
         if (auto r = renderWithQt(*json, o.format, o.output); !r)
             return ctx.fail(r.error());
-        std::cerr << "wrote " << o.output << '\n';
+        std::cerr << "wrote " << printable(o.output) << '\n';
         return;
     }
     std::string text;
@@ -258,7 +258,7 @@ void run(const ReportOptions& given, CliContext& ctx)
     }
     if (auto w = writeFileAtomically(o.output, text); !w)
         return ctx.fail(w.error());
-    std::cerr << "wrote " << o.output << '\n';
+    std::cerr << "wrote " << printable(o.output) << '\n';
 }
 
 } // namespace

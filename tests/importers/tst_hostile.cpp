@@ -8,6 +8,7 @@
 #include "hostilefiles.h"
 
 #include "headroom/core/atomicfile.h"
+#include "headroom/core/enginelog/calibration.h"
 #include "headroom/core/importers/ggufreader.h"
 #include "headroom/core/importers/hfconfig.h"
 #include "headroom/core/importers/importedmodel.h"
@@ -19,6 +20,7 @@
 #include "headroom/core/report/report.h"
 #include "headroom/core/report/reportdocument.h"
 #include "headroom/core/safetext.h"
+#include "headroom/core/stores/localstores.h"
 
 #include <nlohmann/json.hpp>
 
@@ -94,6 +96,54 @@ TEST_CASE("hostile 1: a 0.5 MB config.json of small objects and a 40,000-entry i
     REQUIRE(!dup);
     CHECK(dup.error().code == ImportErrorCode::DuplicateKey);
     CHECK(dup.error().key == "a");
+}
+
+TEST_CASE("hostile 1: peak memory of a 50 MB safetensors header, a 50 MB index and a 4 MiB config.json is a small multiple of them",
+          "[hostile][json][memory]")
+{
+    // Before: a DOM plus a copy of every key: the 50 MB header took 650 MB (13x), the index
+    // 448 MB (8.8x), a 16 MB config.json 229 MB. Now the header is parsed by a SAX handler into
+    // the tensors (no DOM), the index moves its entries out of a DOM built without key copies,
+    // and config.json (a DOM: ~11x for a file of small objects) is bounded at kHfConfigMaxBytes.
+    // Under ASan (tst_core_asan) the files are a fifth as large: the figures are for the plain build.
+    ScratchDir dir("hostile-memory");
+    const std::size_t tensors = underAsan() ? 112'000 : 560'000;  // ~88 bytes each: 50 MB of header
+    const std::size_t entries = underAsan() ? 160'000 : 800'000;  // ~64 bytes each: 51 MB of index
+    const fs::path st = dir.path() / "big.safetensors", index = dir.path() / "model.safetensors.index.json",
+                   config = dir.path() / "config.json";
+    // Written by a child, so that this process never holds them (the children's peaks are measured).
+    const BoundedRun made = runBounded(timeBound(60), [&] {
+        writeBytes(st, hostile::safetensorsWithTensors(tensors));
+        writeBytes(index, hostile::indexWithEntries(entries));
+        writeBytes(config, hostile::configWithObjects(kHfConfigMaxBytes - 64));
+        return 0;
+    });
+    REQUIRE(made.finished);
+    const std::uint64_t headerBytes = fs::file_size(st) - 2 * tensors, indexBytes = fs::file_size(index),
+                        configBytes = fs::file_size(config);
+    REQUIRE(headerBytes > (underAsan() ? 9'000'000u : 49'000'000u));
+    REQUIRE(configBytes <= kHfConfigMaxBytes);
+    requireBounded("safetensors header, 50 MB, read from the file (bound 4x)", 30, 4 * headerBytes, [&] {
+        auto h = readSafetensorsHeader(st);
+        return h && h->tensors.size() == tensors ? 0 : 1;
+    });
+    requireBounded("safetensors index, 51 MB, read from the file (bound 6x)", 30, 6 * indexBytes, [&] {
+        auto text = readAll(index);
+        auto i = parseSafetensorsIndex(text, index.string());
+        return i && i->weightMap.size() == entries ? 0 : 1;
+    });
+    requireBounded("config.json of small objects, 4 MiB (bound 14x)", 30, 14 * configBytes, [&] {
+        auto c = readHfConfig(config);
+        return c ? 0 : 1;
+    });
+    // Past the bounds: refused before any parse.
+    auto tooLarge = parseHfConfig(std::string(kHfConfigMaxBytes + 1, ' '), "config.json");
+    REQUIRE(!tooLarge);
+    CHECK(tooLarge.error().code == ImportErrorCode::BadValue);
+    CHECK_THAT(tooLarge.error().message, Catch::Contains("more than the 4194304"));
+    auto indexTooLarge = parseSafetensorsIndex(std::string(kSafetensorsIndexMaxBytes + 1, ' '), "i.json");
+    REQUIRE(!indexTooLarge);
+    CHECK(indexTooLarge.error().code == ImportErrorCode::BadValue);
 }
 
 TEST_CASE("hostile 1: a safetensors header over the 100,000,000-byte limit is refused before it is read", "[hostile][json]")
@@ -338,6 +388,25 @@ TEST_CASE("hostile 6: the atomic write refuses special files and keeps the targe
 
 // --- class 7: shell injection in launch flags ----------------------------------------------------
 
+namespace {
+
+/// What @p shell prints when it runs the script @p line (written to a file of @p dir first).
+std::string shellOutput(const std::string& shell, const std::string& line, const fs::path& dir)
+{
+    const fs::path script = dir / "line.sh";
+    writeBytes(script, line);
+    FILE* p = ::popen((shell + " " + script.string()).c_str(), "r");
+    REQUIRE(p);
+    std::string out;
+    char buf[256];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p))
+        out.append(buf, n);
+    ::pclose(p);
+    return out;
+}
+
+} // namespace
+
 TEST_CASE("hostile 7: every argument is quoted for sh; a pasted command runs nothing", "[hostile][flags]")
 {
     CHECK(shellQuote("model.gguf") == "model.gguf");
@@ -345,29 +414,47 @@ TEST_CASE("hostile 7: every argument is quoted for sh; a pasted command runs not
     CHECK(shellQuote("") == "''");
     CHECK(shellQuote("a b") == "'a b'");
     CHECK(shellQuote("it's") == "'it'\\''s'");
+    // A newline stays literal inside the quotes; other controls and bytes that are not UTF-8
+    // become printf octal escapes (dash, Debian's sh, does not decode $'...').
+    CHECK(shellQuote("a\nb") == "'a\nb'");
+    CHECK(shellQuote("a\tb") == "'a'\"$(printf '\\011')\"'b'");
+    CHECK(shellQuote("\xFF\xFE.gguf") == "\"$(printf '\\377\\376')\"'.gguf'");
+    CHECK(shellQuote("mod\xC3\xA8le \xE2\x9C\x93") == "'mod\xC3\xA8le \xE2\x9C\x93'"); // UTF-8 kept as it is
     ScratchDir dir("hostile-shell");
     const fs::path marker = dir.path() / "pwned";
     const std::vector<std::string> words{"$(touch " + marker.string() + ")", "`touch " + marker.string() + "`",
-                                         "x; touch " + marker.string(), "a\nb'c\"d$e!f*g~h#i{j}", "-rf", "$HOME"};
+                                         "x; touch " + marker.string(), "a\nb'c\"d$e!f*g~h#i{j}", "-rf", "$HOME",
+                                         "tab\there", "bytes\xFF\xFE\x80 end", "esc\x1B[2Jx\x07", "trailing\n\n", "\n",
+                                         "c1 \xC2\x9B" "6n", "\x7F", "'", "\\n \\x41 %s %%", "mod\xC3\xA8le \xE2\x9C\x93"};
+    std::vector<std::string> shells{"sh"};
+    if (std::system("bash -c true >/dev/null 2>&1") == 0)
+        shells.push_back("bash");
     for (const std::string& word : words) {
-        // sh prints the word back exactly, and creates nothing.
-        const std::string line = "printf '%s' " + shellQuote(word);
-        FILE* p = ::popen(line.c_str(), "r");
-        REQUIRE(p);
-        std::string out;
-        char buf[256];
-        while (std::size_t n = std::fread(buf, 1, sizeof buf, p))
-            out.append(buf, n);
-        ::pclose(p);
-        CHECK(out == word);
-        CHECK(!fs::exists(marker));
+        const std::string quoted = shellQuote(word);
+        INFO("word quoted as " << quoted);
+        // The quoted word holds no raw control byte but newlines, and is valid UTF-8.
+        std::string withoutNewlines = quoted;
+        std::erase(withoutNewlines, '\n');
+        CHECK(isSafeText(withoutNewlines));
+        // sh (and bash) print the word back exactly, and create nothing.
+        for (const std::string& shell : shells) {
+            INFO(shell);
+            CHECK(shellOutput(shell, "printf '%s' " + quoted, dir.path()) == word);
+            CHECK(!fs::exists(marker));
+        }
     }
-    // The model path of a plan is quoted in the printed command.
+    // The model path of a plan is quoted in the printed command: its own bytes (localPath), not
+    // the id made safe to print.
     PlanRequest req = profileRequest("llama-3.1-8b", "int4-g128", "rtx-4090", "llama.cpp", 1, 4096);
     req.model.id = dir.path().string() + "/a$(touch " + marker.string() + ").gguf";
     auto flags = launchFlags(req, planOf(req));
     REQUIRE(flags);
     CHECK_THAT(flags->command, Catch::Contains("llama-server -m '" + req.model.id + "' "));
+    req.model.localPath = dir.path().string() + "/a\nb\xFF.gguf";
+    req.model.id = safeText(req.model.localPath);
+    flags = launchFlags(req, planOf(req));
+    REQUIRE(flags);
+    CHECK_THAT(flags->command, Catch::Contains("llama-server -m '" + dir.path().string() + "/a\nb'\"$(printf '\\377')\"'.gguf' "));
 }
 
 // --- class 8: leftovers after kill -9 ------------------------------------------------------------
@@ -482,6 +569,55 @@ TEST_CASE("hostile 5: a reader checks the file it opened, not a path swapped to 
             return other == 0 ? 0 : 1;
         });
     }
+}
+
+TEST_CASE("hostile 5: a FIFO as refs/main of a hub-cache repo is refused unread, never a hang", "[hostile][stores]")
+{
+    // huggingface_hub layout: refs/BRANCH holds the commit; here refs/main is a FIFO nobody
+    // writes (a reader that opens it by name blocks forever), refs/dev is larger than any commit id
+    // and refs/pr a folder. Each is opened once and refused through its descriptor.
+    ScratchDir dir("hostile-hubcache");
+    const fs::path hub = dir.path() / "hub";
+    const fs::path repo = hub / "models--org--tiny";
+    const std::string commit(40, 'a');
+    writeBytes(repo / "snapshots" / commit / "tiny.gguf", hostile::ggufSmallLlama());
+    fs::create_directories(repo / "refs" / "pr");
+    REQUIRE(::mkfifo((repo / "refs" / "main").c_str(), 0600) == 0);
+    writeBytes(repo / "refs" / "dev", commit + std::string(1 << 20, 'a'));
+    writeBytes(repo / "refs" / "v1", commit + "\n");
+    requireBounded("hub cache, refs/main a FIFO", 10, 64 * kMiB, [&] {
+        const auto models = scanHubCache(hub);
+        const auto found = findInHubCache(hub, "org/tiny");           // no readable refs/main: the newest snapshot
+        const auto atDev = findInHubCache(hub, "org/tiny", "dev");   // refs/dev refused: no such revision
+        const auto atV1 = findInHubCache(hub, "org/tiny", "v1");
+        const bool ok = models.size() == 1 && models[0].refs == std::vector<std::string>{"v1"} && found
+                        && found->filename() == commit && !atDev && atV1 && atV1->filename() == commit;
+        return ok ? 0 : 1;
+    });
+}
+
+TEST_CASE("hostile 5: a saved calibration nested 200,000 deep is a clean error, not a stack overflow in dump", "[hostile][calibration]")
+{
+    // Before: schema_version (or a measured value) nested deep was dumped into the message:
+    // nlohmann's dump recurses once per level, and the process died (SIGSEGV) on every plan of
+    // that card and engine.
+    const std::string deep = hostile::deepJson(200000);
+    requireBounded("calibration nested 200,000 deep", 10, 64 * kMiB, [&] {
+        auto version = calibrationFromJson(R"({"schema_version": )" + deep + "}", "cal.json");
+        auto measured = calibrationFromJson(R"({"schema_version": 1, "engine": "vllm", "card_total_bytes": 1, "measured": {"runtime_bytes": )"
+                                                + deep + "}}",
+                                            "cal.json");
+        return !version && version.error().find("nested deeper than 64") != std::string::npos && !measured ? 0 : 1;
+    });
+    auto wrongType = calibrationFromJson(R"({"schema_version": 1, "engine": "vllm", "card_total_bytes": 1, "measured": {"runtime_bytes": [1]}})",
+                                         "cal.json");
+    REQUIRE(!wrongType);
+    CHECK(wrongType.error() == "cal.json: key measured.runtime_bytes: expected bytes (an unsigned integer), found an array");
+    // Its strings are printed (the plan names the calibration): made safe.
+    auto named = calibrationFromJson("{\"schema_version\": 1, \"engine\": \"vllm\", \"card_total_bytes\": 1, \"log\": \"x\\u001b[2Jy\"}",
+                                     "cal.json");
+    REQUIRE(named);
+    CHECK(named->logName == "x\\x1b[2Jy");
 }
 
 TEST_CASE("hostile 5: RegularFile reads the file it opened after its path is replaced", "[hostile][toctou]")

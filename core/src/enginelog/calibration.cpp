@@ -5,6 +5,9 @@
 #include "headroom/core/engines/bill.h"
 #include "headroom/core/importers/importedmodel.h"
 #include "headroom/core/importers/regularfile.h"
+#include "headroom/core/safetext.h"
+
+#include "importers/jsonutil.h"
 
 #include <nlohmann/json.hpp>
 
@@ -638,19 +641,37 @@ std::string calibrationToJson(const LogCalibration& c)
     return j.dump(2) + "\n";
 }
 
+namespace {
+
+/// "an array", "a string": a JSON type for a message.
+std::string withArticle(const char* type)
+{
+    return (std::string("aeiou").find(type[0]) != std::string::npos ? "an " : "a ") + std::string(type);
+}
+
+} // namespace
+
 tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string& text, const std::string& fileName)
 {
     if (text.size() > (1u << 20))
         return tl::unexpected(fileName + ": a calibration is at most 1 MiB");
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
+    // Untrusted (a file of the user folder): nesting bounded before any recursive code (dump) sees
+    // it, duplicate keys refused, values named by type, never dumped; strings made safe to print.
+    auto parsed = importers::parseJson(text, fileName);
+    if (!parsed)
+        return tl::unexpected(toString(parsed.error()));
+    const nlohmann::json& j = *parsed;
+    if (!j.is_object())
         return tl::unexpected(fileName + ": not a JSON object");
     const auto version = j.find("schema_version");
-    if (version == j.end() || !version->is_number_integer() || version->get<int>() != LogCalibration::kSchemaVersion)
-        return tl::unexpected(fileName + ": schema_version " + (version == j.end() ? std::string("missing") : version->dump()) +
+    if (version == j.end() || !version->is_number_integer() || version->get<std::int64_t>() != LogCalibration::kSchemaVersion)
+        return tl::unexpected(fileName + ": schema_version " +
+                              (version == j.end() ? std::string("missing")
+                               : version->is_number_integer() ? std::to_string(version->get<std::int64_t>())
+                                                              : withArticle(importers::jsonTypeName(*version))) +
                               ", this build reads " + std::to_string(LogCalibration::kSchemaVersion));
     LogCalibration c;
-    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? safeText(j[k].get<std::string>()) : std::string(); };
     auto u64 = [&](const nlohmann::json& o, const char* k) -> std::optional<std::uint64_t> {
         if (!o.contains(k))
             return std::nullopt;
@@ -672,7 +693,8 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
         const auto& m = j["measured"];
         for (const char* k : {"activation_peak_bytes", "runtime_bytes", "cuda_graph_bytes"})
             if (m.contains(k) && !m[k].is_number_unsigned())
-                return tl::unexpected(fileName + ": key measured." + k + ": expected bytes (an unsigned integer), found " + m[k].dump());
+                return tl::unexpected(fileName + ": key measured." + k + ": expected bytes (an unsigned integer), found " +
+                                      (m[k].is_number() ? m[k].dump() : withArticle(importers::jsonTypeName(m[k]))));
         if (auto v = u64(m, "activation_peak_bytes"))
             c.measured.activationPeakBytes = Bytes{*v};
         if (auto v = u64(m, "runtime_bytes"))
