@@ -152,6 +152,18 @@ private:
         if (m_tensor.offsetsText.size() > 64)
             m_tensor.offsetsText += ",...";
     }
+    /// The JSON type of the value of the tensor key being read (and data_offsets' text as written).
+    void setFieldKind(JsonKind kind, const std::string& text)
+    {
+        if (m_field == Field::Dtype)
+            m_tensor.dtypeKind = kind;
+        else if (m_field == Field::Shape)
+            m_tensor.shapeKind = kind;
+        else if (m_field == Field::Offsets) {
+            m_tensor.offsetsKind = kind;
+            m_tensor.offsetsText = text;
+        }
+    }
     bool scalar(JsonKind kind, const std::string& text, std::optional<std::uint64_t> unsignedValue = std::nullopt);
     bool open(JsonKind kind);
     bool close(bool object);
@@ -220,14 +232,7 @@ bool SafetensorsSax::scalar(JsonKind kind, const std::string& text, std::optiona
         return fail(ImportErrorCode::WrongKeyType, "__metadata__." + m_key,
                     std::string("metadata values must be strings, found ") + kindName(kind));
     if (m_depth == 2) {
-        if (m_field == Field::Dtype)
-            m_tensor.dtypeKind = kind;
-        else if (m_field == Field::Shape)
-            m_tensor.shapeKind = kind;
-        else if (m_field == Field::Offsets) {
-            m_tensor.offsetsKind = kind;
-            m_tensor.offsetsText = text;
-        }
+        setFieldKind(kind, text);
         return true;
     }
     // depth 3: an item of shape or data_offsets (arrays; the others are skipped)
@@ -290,14 +295,7 @@ bool SafetensorsSax::open(JsonKind kind)
                 m_tensor.offsetsText = "[";
             return true;
         }
-        if (m_field == Field::Dtype)
-            m_tensor.dtypeKind = kind;
-        else if (m_field == Field::Shape)
-            m_tensor.shapeKind = kind;
-        else if (m_field == Field::Offsets) {
-            m_tensor.offsetsKind = kind;
-            m_tensor.offsetsText = shown;
-        }
+        setFieldKind(kind, shown);
         return skip(kind);
     }
     // depth 4: a container inside shape or data_offsets
