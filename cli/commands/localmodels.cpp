@@ -6,6 +6,7 @@
 #include "texttable.h"
 
 #include "headroom/core/kvcache.h"
+#include "headroom/core/safetext.h"
 #include "headroom/core/stores/localstores.h"
 
 #include <nlohmann/json.hpp>
@@ -37,7 +38,7 @@ nlohmann::ordered_json toJson(const LocalModel& m)
     j["name"] = m.name;
     j["revision"] = m.revision;
     j["refs"] = m.refs;
-    j["path"] = m.path.string();
+    j["path"] = safeText(m.path.string());
     if (m.model) {
         j["format"] = m.model->format;
         j["architecture"] = m.model->architectureName;
@@ -49,7 +50,7 @@ nlohmann::ordered_json toJson(const LocalModel& m)
             j["kv_bytes_per_token_fp16"] = kvLayout(*m.model->architecture, *findKvDtype("fp16")).bytesPerToken().value;
     }
     if (!m.projectorPath.empty()) {
-        j["projector_path"] = m.projectorPath.string();
+        j["projector_path"] = safeText(m.projectorPath.string());
         j["projector_bytes"] = m.projectorBytes.value;
     }
     if (m.error)
@@ -79,7 +80,7 @@ void listLocalModels(CliContext& ctx, const std::vector<std::string>& dirs, bool
         auto paths = [](const std::vector<std::filesystem::path>& v) {
             std::vector<std::string> s;
             for (const auto& p : v)
-                s.push_back(p.string());
+                s.push_back(safeText(p.string()));
             return s;
         };
         searched["hf-cache"] = paths(roots.hubCaches);
@@ -121,7 +122,7 @@ void listLocalModels(CliContext& ctx, const std::vector<std::string>& dirs, bool
     std::cout << '\n' << models.size() << " model(s). Searched:";
     auto list = [](const char* what, const std::vector<std::filesystem::path>& v) {
         for (const auto& p : v)
-            std::cout << "\n  " << what << "  " << p.string();
+            std::cout << "\n  " << what << "  " << safeText(p.string());
     };
     list("hf-cache ", roots.hubCaches);
     list("ollama   ", roots.ollama);

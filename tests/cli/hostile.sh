@@ -117,6 +117,12 @@ case $case_name in
       done
     done
     ls pwned 2>&1 | sed 's/.*cannot access/cannot access/' ;;
+  local_names)         # sweep: store folders and files named with bytes that are not UTF-8 and escape sequences
+    "$gen" names . || exit 1
+    dir="home/.lmstudio/models/pub$(printf '\033[2J')/repo$(printf '\377')"
+    mkdir -p "$dir" && cp llama.gguf "$dir/m$(printf '\033]0;x\007').gguf"
+    HOME=$scratch/home bounded "$cli" models --local --json 2>&1 | grep -E '"name"|exit code'
+    HOME=$scratch/home bounded "$cli" models --local 2>&1 | od -An -c | grep -c '033' ;;
   render_leftovers)    # class 8: no temporary report in TMPDIR; the renderer refuses an orphaned start
     [ -x "$render" ] || { echo "SKIPPED: no headroom-render"; exit 0; }
     mkdir tmp

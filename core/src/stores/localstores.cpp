@@ -1,5 +1,7 @@
 #include "headroom/core/stores/localstores.h"
 
+#include "headroom/core/safetext.h"
+
 #include "storeshared.h"
 
 #include "headroom/core/importers/ggufreader.h"
@@ -115,9 +117,18 @@ std::optional<ModelProfile> localModelProfile(const LocalModel& m)
 std::vector<LocalModel> findLocalModels(const LocalStoreRoots& roots)
 {
     std::vector<LocalModel> out;
+    // Names come from folder and file names (and a manifest's tags): made safe to print and to
+    // serialise here, once, for every face (a name that is not UTF-8 aborted the JSON listing).
     auto append = [&out](std::vector<LocalModel> more) {
-        for (LocalModel& m : more)
+        for (LocalModel& m : more) {
+            m.name = safeText(m.name);
+            m.revision = safeText(m.revision);
+            for (std::string& r : m.refs)
+                r = safeText(r);
+            for (std::string& w : m.warnings)
+                w = safeText(w);
             out.push_back(std::move(m));
+        }
     };
     for (const fs::path& p : roots.hubCaches)
         append(scanHubCache(p));

@@ -66,6 +66,8 @@ LocalStoreRoots defaultLocalStoreRoots(const EnvLookup& env = processEnv);
 struct LocalModel {
     LocalStoreKind store = LocalStoreKind::Folder;     ///< where it was found
     std::string name;                 ///< "meta-llama/Llama-2-7b-hf", "llama3.2:3b", "PUBLISHER/REPO/FILE.gguf", or the path
+                                      ///< (findLocalModels makes name, revision, refs, warnings safe to print: safetext.h;
+                                      ///< the paths stay as they are, to be opened)
     std::string revision;             ///< hub snapshot commit, Ollama manifest digest's first 12 hex, else empty
     std::vector<std::string> refs;    ///< hub branches pointing at this snapshot ("main")
     std::filesystem::path path;       ///< what importModel reads: a snapshot folder, a blob, a .gguf file
