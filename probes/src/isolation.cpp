@@ -236,18 +236,27 @@ ProbeResult runIsolated(const std::string& probe, const std::string& order, cons
 
 int runProbeWorker(int inFd, int outFd)
 {
+    // A work order is a few KiB (the plan request as JSON); more is refused unread (issue 13:
+    // 200 MB on stdin took 275 MB).
+    constexpr std::size_t kMaxWorkOrderBytes = 4u << 20;
     std::string order;
     char chunk[4096];
+    bool tooLarge = false;
     for (;;) {
         const ssize_t n = ::read(inFd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
+        if (order.size() + static_cast<std::size_t>(n) > kMaxWorkOrderBytes) {
+            tooLarge = true;
+            break;
+        }
         order.append(chunk, static_cast<std::size_t>(n));
     }
     detail::PipeProgress progress(outFd);
-    const ProbeResult result = detail::executeWorkOrder(order, progress);
+    const ProbeResult result = tooLarge ? failedResult("worker", "work order larger than " + std::to_string(kMaxWorkOrderBytes) + " bytes")
+                                        : detail::executeWorkOrder(order, progress);
     return detail::writeAll(outFd, "R " + probeResultToJson(result, -1) + "\n") ? 0 : 1;
 }
 
