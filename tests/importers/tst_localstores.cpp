@@ -284,6 +284,31 @@ TEST_CASE("LM Studio lists PUBLISHER/REPO/FILE.gguf with its mmproj", "[stores][
     CHECK(models[0].projectorBytes.value == 1'026'144);
 }
 
+TEST_CASE("a GGUF model planned by path counts the mmproj projector beside it", "[stores][lm-studio]")
+{
+    REQUIRE_STORE_FIXTURES();
+    TempHome home;
+    home.addLmStudioModel();
+    const fs::path repo = home.lmStudio() / "ggml-org" / "stories260K-GGUF";
+    auto model = resolveModel((repo / "stories260K.gguf").string(), ProfileSet{});
+    REQUIRE(model.has_value());
+    REQUIRE(model->exactWeights);
+    // The model's tensor table plus the projector's (llama.cpp --mmproj loads both).
+    CHECK(model->exactWeights->totalBytes.value == 1'171'200 + 1'026'144);
+    CHECK(model->exactWeights->bytesByType.at("mmproj").value == 1'026'144);
+    bool said = false;
+    for (const std::string& w : model->warnings)
+        said = said || w.find("mmproj-stories260K-f16.gguf") != std::string::npos;
+    CHECK(said);
+    // The projector planned by itself is not paired with itself.
+    CHECK(projectorBeside(repo / "mmproj-stories260K-f16.gguf").empty());
+    // Without a projector in the folder the weights are the file's own.
+    fs::remove(repo / "mmproj-stories260K-f16.gguf");
+    auto alone = resolveModel((repo / "stories260K.gguf").string(), ProfileSet{});
+    REQUIRE(alone.has_value());
+    CHECK(alone->exactWeights->totalBytes.value == 1'171'200);
+}
+
 TEST_CASE("every store of a home folder, and any folder given", "[stores]")
 {
     REQUIRE_STORE_FIXTURES();

@@ -266,4 +266,12 @@ std::vector<fs::path> subfolders(const fs::path& dir)
 }
 
 } // namespace stores
+
+fs::path projectorBeside(const fs::path& modelFile)
+{
+    if (stores::isProjectorName(modelFile.filename().string()))
+        return {};
+    return stores::projectorIn(modelFile.parent_path().empty() ? fs::path(".") : modelFile.parent_path());
+}
+
 } // namespace headroom

@@ -100,6 +100,11 @@ std::vector<LocalModel> scanFolder(const std::filesystem::path& folder);
 /// Every model of every root, in the order hub caches, Ollama, LM Studio, folders.
 std::vector<LocalModel> findLocalModels(const LocalStoreRoots& roots);
 
+/// The projector a .gguf model file runs with: the mmproj*.gguf in the same folder (llama.cpp
+/// --mmproj; LM Studio and the ggml-org GGUF repositories keep it beside the model), the first by
+/// name. Empty when @p modelFile is itself a projector, or when none is there.
+std::filesystem::path projectorBeside(const std::filesystem::path& modelFile);
+
 /// The profile of a local model for the faces' model pickers: named by its store's name
 /// ("meta-llama/Llama-2-7b-hf", "stories:260k", "PUBLISHER/REPO/FILE.gguf"), id = the path it was
 /// imported from (resolveModel reads it again), source = "STORE NAME[@REV] FORMAT VERSION PATH",
