@@ -1,5 +1,7 @@
 #include "headroom/core/architecture.h"
 
+#include <algorithm>
+
 namespace headroom {
 
 namespace {
@@ -100,9 +102,38 @@ std::string validateArchitecture(const Architecture& a)
         return outOfRange("norms_per_layer", a.normsPerLayer, 0, 8);
     if (a.positionEmbeddingRows > (1ull << 24))
         return outOfRange("position_embedding_rows", a.positionEmbeddingRows, 0, 1ull << 24);
+    if (a.hybrid.enabled()) {
+        if (a.hybrid.layerMixers.size() != a.layers)
+            return "layer mixer list has " + std::to_string(a.hybrid.layerMixers.size()) + " entries, expected "
+                + std::to_string(a.layers);
+        const LinearAttentionConfig& l = a.hybrid.linear;
+        const bool linear = std::find(a.hybrid.layerMixers.begin(), a.hybrid.layerMixers.end(), MixerKind::GatedDeltaNet)
+            != a.hybrid.layerMixers.end();
+        if (linear
+            && (l.keyHeads < 1 || l.keyHeads > kMaxHeads || l.valueHeads < 1 || l.valueHeads > kMaxHeads || l.keyHeadDim < 1
+                || l.keyHeadDim > kMaxHeadDim || l.valueHeadDim < 1 || l.valueHeadDim > kMaxHeadDim || l.convKernel < 1
+                || l.convKernel > 64))
+            return "linear attention heads and dims must be in 1..16384, conv kernel in 1..64";
+    }
+    if (a.moe.sharedExpertFfnSize > kMaxIntermediate)
+        return outOfRange("shared_expert_ffn_size", a.moe.sharedExpertFfnSize, 0, kMaxIntermediate);
     if (a.vision.enabled())
         return validateVision(a.vision);
     return {};
+}
+
+const char* mixerKindName(MixerKind kind)
+{
+    return kind == MixerKind::GatedDeltaNet ? "gated_deltanet" : "attention";
+}
+
+std::optional<MixerKind> mixerKindFromName(const std::string& name)
+{
+    if (name == "attention" || name == "full_attention" || name == "sliding_attention")
+        return MixerKind::Attention;
+    if (name == "gated_deltanet" || name == "linear_attention")
+        return MixerKind::GatedDeltaNet;
+    return std::nullopt;
 }
 
 const char* visionKindName(VisionKind kind)

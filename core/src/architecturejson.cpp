@@ -134,13 +134,14 @@ bool readMoe(const json& j, const std::string& pointer, MoeConfig& moe, std::str
     ObjectReader r(j, pointer, key, message);
     return r.checkObject(
                {"expert_count", "experts_per_token", "shared_experts", "expert_ffn_size", "dense_first_layers",
-                "layer_step"})
+                "layer_step", "shared_expert_ffn_size"})
         && r.unsignedValue("expert_count", moe.expertCount, true, 1)
         && r.unsignedValue("experts_per_token", moe.expertsPerToken, true, 1)
         && r.unsignedValue("shared_experts", moe.sharedExperts, true)
         && r.unsignedValue("expert_ffn_size", moe.expertFfnSize, true, 1)
         && r.unsignedValue("dense_first_layers", moe.denseFirstLayers, true)
         && (!r.has("layer_step") || r.unsignedValue("layer_step", moe.layerStep, true, 1))
+        && r.unsignedValue("shared_expert_ffn_size", moe.sharedExpertFfnSize, false)
         && (moe.expertsPerToken <= moe.expertCount
             || r.fail("experts_per_token", "experts_per_token " + std::to_string(moe.expertsPerToken)
                                                + " exceeds expert_count " + std::to_string(moe.expertCount)));
@@ -190,6 +191,41 @@ bool readSliding(const json& j, const std::string& pointer, std::uint32_t layers
     return true;
 }
 
+bool readHybrid(const json& j, const std::string& pointer, std::uint32_t layers, HybridConfig& h, std::string& key,
+                std::string& message)
+{
+    ObjectReader r(j, pointer, key, message);
+    if (!r.checkObject({"pattern", "linear_attention", "attention_output_gate"}))
+        return false;
+    if (!r.has("pattern"))
+        return r.fail("pattern", "missing required key");
+    const json& list = r.at("pattern");
+    if (!list.is_array() || list.empty() || list.size() > layers)
+        return r.fail("pattern", "expected 1.." + std::to_string(layers) + " mixer names, found " + ObjectReader::describe(list));
+    std::vector<MixerKind> pattern;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const auto kind = list[i].is_string() ? mixerKindFromName(list[i].get<std::string>()) : std::nullopt;
+        if (!kind)
+            return r.fail("pattern/" + std::to_string(i),
+                          "expected \"attention\" or \"gated_deltanet\", found " + ObjectReader::describe(list[i]));
+        pattern.push_back(*kind);
+    }
+    // The pattern repeats over the layers, as sliding_window/pattern does.
+    h.layerMixers.clear();
+    for (std::uint32_t i = 0; i < layers; ++i)
+        h.layerMixers.push_back(pattern[i % pattern.size()]);
+    if (r.has("attention_output_gate") && !r.boolValue("attention_output_gate", h.attentionOutputGate))
+        return false;
+    if (!r.has("linear_attention"))
+        return true;
+    ObjectReader l(r.at("linear_attention"), r.pointer("linear_attention"), key, message);
+    return l.checkObject({"key_heads", "value_heads", "key_head_dim", "value_head_dim", "conv_kernel"})
+        && l.unsignedValue("key_heads", h.linear.keyHeads, true, 1) && l.unsignedValue("value_heads", h.linear.valueHeads, true, 1)
+        && l.unsignedValue("key_head_dim", h.linear.keyHeadDim, true, 1)
+        && l.unsignedValue("value_head_dim", h.linear.valueHeadDim, true, 1)
+        && l.unsignedValue("conv_kernel", h.linear.convKernel, true, 1);
+}
+
 bool readVision(const json& j, const std::string& pointer, VisionConfig& v, std::string& key, std::string& message)
 {
     ObjectReader r(j, pointer, key, message);
@@ -221,7 +257,7 @@ bool architectureFromJson(const nlohmann::json& j, Architecture& out, std::strin
                         "intermediate_size", "vocab_size", "tied_embeddings", "qkv_bias", "output_proj_bias",
                         "mlp_bias", "qk_norm", "norm", "mlp",
                         "norms_per_layer", "position_embedding_rows", "context_length", "kv_heads_per_layer",
-                        "value_head_dim", "moe", "mla", "sliding_window", "vision"}))
+                        "value_head_dim", "moe", "mla", "sliding_window", "vision", "hybrid"}))
         return false;
 
     std::string norm;
@@ -285,6 +321,8 @@ bool architectureFromJson(const nlohmann::json& j, Architecture& out, std::strin
         return false;
     if (r.has("vision") && !readVision(r.at("vision"), r.pointer("vision"), a.vision, errorKey, errorMessage))
         return false;
+    if (r.has("hybrid") && !readHybrid(r.at("hybrid"), r.pointer("hybrid"), a.layers, a.hybrid, errorKey, errorMessage))
+        return false;
 
     out = std::move(a);
     return true;
@@ -326,6 +364,8 @@ nlohmann::json architectureToJson(const Architecture& a)
                     {"dense_first_layers", a.moe.denseFirstLayers}};
         if (a.moe.layerStep > 1)
             j["moe"]["layer_step"] = a.moe.layerStep;
+        if (a.moe.sharedExpertFfnSize > 0)
+            j["moe"]["shared_expert_ffn_size"] = a.moe.sharedExpertFfnSize;
     }
     if (a.mla.enabled()) {
         j["mla"] = {{"kv_lora_rank", a.mla.kvLoraRank},
@@ -357,6 +397,31 @@ nlohmann::json architectureToJson(const Architecture& a)
             sw[period < flags.size() ? "pattern" : "layers"] = std::move(list);
         }
         j["sliding_window"] = std::move(sw);
+    }
+    if (a.hybrid.enabled()) {
+        // The shortest period of the mixers, as the sliding-window flags are written.
+        const std::vector<MixerKind>& mixers = a.hybrid.layerMixers;
+        std::size_t period = mixers.size();
+        for (std::size_t p = 1; p < mixers.size(); ++p) {
+            bool repeats = true;
+            for (std::size_t i = p; i < mixers.size() && repeats; ++i)
+                repeats = mixers[i] == mixers[i % p];
+            if (repeats) {
+                period = p;
+                break;
+            }
+        }
+        json list = json::array();
+        for (std::size_t i = 0; i < period; ++i)
+            list.push_back(mixerKindName(mixers[i]));
+        j["hybrid"] = {{"pattern", std::move(list)},
+                       {"attention_output_gate", a.hybrid.attentionOutputGate},
+                       {"linear_attention",
+                        {{"key_heads", a.hybrid.linear.keyHeads},
+                         {"value_heads", a.hybrid.linear.valueHeads},
+                         {"key_head_dim", a.hybrid.linear.keyHeadDim},
+                         {"value_head_dim", a.hybrid.linear.valueHeadDim},
+                         {"conv_kernel", a.hybrid.linear.convKernel}}}};
     }
     if (a.vision.enabled()) {
         const VisionConfig& v = a.vision;

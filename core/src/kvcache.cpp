@@ -65,6 +65,15 @@ KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, const KvDtype&
     tp = std::max<std::uint32_t>(tp, 1);
     const std::uint32_t end = layerCount == 0 ? arch.layers : std::min(arch.layers, firstLayer + layerCount);
     for (std::uint32_t i = firstLayer; i < end; ++i) {
+        if (arch.hybrid.isRecurrent(i)) {
+            const LinearAttentionConfig& l = arch.hybrid.linear;
+            const std::uint64_t conv = checkedMul(std::uint64_t{l.convKernel} - 1, ceilDiv(l.convChannels(), tp), "state");
+            const std::uint64_t recurrent = checkedMul(checkedMul(ceilDiv(l.valueHeads, tp), l.keyHeadDim, "state"),
+                                                       l.valueHeadDim, "state");
+            out.stateBytesPerSequence += Bytes{checkedMul(checkedAdd(conv, recurrent, "state"), 2, "state")};
+            ++out.recurrentLayers;
+            continue;
+        }
         std::uint64_t bytes = 0;
         if (arch.mla.cachesLatent()) {
             // One latent row of kv_lora_rank + rope dim per token and layer, replicated on every
@@ -102,6 +111,8 @@ Bytes kvBytes(const KvLayout& layout, std::uint64_t users, std::uint64_t context
         const std::uint64_t slidingCells = roundUp(checkedMul(users, slidingPerSequence, "KV cells"), pad);
         total += layout.slidingBytesPerToken * slidingCells;
     }
+    if (layout.recurrentLayers > 0)
+        total += layout.stateBytesPerSequence * users;
     return total;
 }
 

@@ -27,7 +27,9 @@ public:
             m_layer = static_cast<std::int32_t>(i);
             m_prefix = "model.layers." + std::to_string(i) + ".";
             addLayerNorms();
-            if (m_arch.mla.enabled())
+            if (m_arch.hybrid.isRecurrent(i))
+                addGatedDeltaNet();
+            else if (m_arch.mla.enabled())
                 addMlaAttention();
             else
                 addAttention(i);
@@ -81,11 +83,13 @@ private:
     {
         const std::uint64_t h = m_arch.hiddenSize;
         const std::uint64_t q = std::uint64_t{m_arch.attentionHeads} * m_arch.headDim;
+        // An output gate doubles q_proj (Qwen3-Next: query and gate per head, modeling_qwen3_next.py).
+        const std::uint64_t qRows = m_arch.hybrid.attentionOutputGate ? 2 * q : q;
         const std::uint64_t kv = std::uint64_t{m_arch.kvHeadsOf(layer)};
         const std::uint64_t k = kv * m_arch.headDim;
         const std::uint64_t v = kv * m_arch.valueDim();
         const std::uint64_t o = std::uint64_t{m_arch.attentionHeads} * m_arch.valueDim();
-        addLocal("self_attn.q_proj.weight", TensorRole::AttentionMatrix, q, h);
+        addLocal("self_attn.q_proj.weight", TensorRole::AttentionMatrix, qRows, h);
         addLocal("self_attn.k_proj.weight", TensorRole::AttentionMatrix, k, h);
         addLocal("self_attn.v_proj.weight", TensorRole::AttentionMatrix, v, h);
         addLocal("self_attn.o_proj.weight", TensorRole::AttentionMatrix, h, o);
@@ -100,6 +104,23 @@ private:
             addLocal("self_attn.q_norm.weight", TensorRole::Norm, 1, m_arch.headDim);
             addLocal("self_attn.k_norm.weight", TensorRole::Norm, 1, m_arch.headDim);
         }
+    }
+    // Gated DeltaNet (modeling_qwen3_next.py Qwen3NextGatedDeltaNet): fused q/k/v/z and b/a input
+    // projections, a depthwise conv (no bias), per-head dt_bias and A_log, a gated RMSNorm over
+    // the value head dim, out_proj.
+    void addGatedDeltaNet()
+    {
+        const LinearAttentionConfig& l = m_arch.hybrid.linear;
+        const std::uint64_t h = m_arch.hiddenSize;
+        const std::uint64_t keyDim = std::uint64_t{l.keyHeads} * l.keyHeadDim;
+        const std::uint64_t valueDim = std::uint64_t{l.valueHeads} * l.valueHeadDim;
+        addLocal("linear_attn.in_proj_qkvz.weight", TensorRole::AttentionMatrix, 2 * keyDim + 2 * valueDim, h);
+        addLocal("linear_attn.in_proj_ba.weight", TensorRole::AttentionMatrix, 2 * std::uint64_t{l.valueHeads}, h);
+        addLocal("linear_attn.conv1d.weight", TensorRole::Norm, l.convChannels(), l.convKernel);
+        addLocal("linear_attn.dt_bias", TensorRole::Norm, 1, l.valueHeads);
+        addLocal("linear_attn.A_log", TensorRole::Norm, 1, l.valueHeads);
+        addLocal("linear_attn.norm.weight", TensorRole::Norm, 1, l.valueHeadDim);
+        addLocal("linear_attn.out_proj.weight", TensorRole::AttentionMatrix, h, valueDim);
     }
     // DeepSeek-V2 MLA (modeling_deepseek.py DeepseekV2Attention).
     void addMlaAttention()
@@ -147,6 +168,11 @@ private:
         if (moe.sharedExperts > 0)
             addDenseMlp("mlp.shared_experts.", std::uint64_t{moe.sharedExperts} * moe.expertFfnSize,
                         TensorRole::ExpertMatrix);
+        // Qwen2-MoE / Qwen3-Next: one shared expert of its own width behind a sigmoid gate.
+        if (moe.sharedExpertFfnSize > 0) {
+            addDenseMlp("mlp.shared_expert.", moe.sharedExpertFfnSize, TensorRole::ExpertMatrix);
+            addLocal("mlp.shared_expert_gate.weight", TensorRole::Router, 1, m_arch.hiddenSize);
+        }
     }
 
     // Vision tower and projector, outside the blocks (layer -1): names and shapes as in

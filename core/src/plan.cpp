@@ -180,6 +180,10 @@ private:
             m_setup.kvDtypeVId.empty() ? std::optional<KvDtype>(m_kvDtype) : findKvDtype(m_setup.kvDtypeVId);
         m_out.kv = kvLayout(m_arch, m_kvDtype, v.value_or(m_kvDtype), m_setup.tensorParallel, m_firstLayer, m_layerCount);
         m_out.kvBytesPerToken = m_out.kv.bytesPerToken();
+        if (m_out.kv.recurrentLayers > 0)
+            m_out.notes.push_back(std::to_string(m_out.kv.recurrentLayers) + " recurrent layers keep "
+                                  + formatBytes(m_out.kv.stateBytesPerSequence)
+                                  + " of state per sequence, whatever its context (counted per user)");
         if (m_arch.kvHeads > 0 && m_arch.kvHeads < m_setup.tensorParallel && !m_arch.mla.enabled())
             m_out.notes.push_back("KV heads (" + std::to_string(m_arch.kvHeads) + ") fewer than --tp: each device keeps a replicated head");
     }

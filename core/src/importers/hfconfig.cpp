@@ -31,6 +31,7 @@ std::string familyOf(const std::string& modelType, bool* known)
         {"falcon", "falcon"},       {"RefinedWebModel", "falcon"}, {"RefinedWeb", "falcon"},
         {"gpt2", "gpt2"},           {"opt", "opt"},           {"cohere", "command-r"},
         {"cohere2", "command-r"},   {"qwen2_vl", "qwen2"},    {"qwen2_5_vl", "qwen2"},
+        {"qwen3_next", "qwen3next"},
     };
     auto it = map.find(modelType);
     *known = it != map.end();
@@ -150,6 +151,55 @@ void readVision(const JsonObject& top, const std::string& topType, const Archite
         warnings.push_back(c.path("") + ": " + problem + ": the vision tower is not priced");
         v = VisionConfig{};
     }
+}
+
+/// Per-layer mixers: config layer_types ("linear_attention" / "full_attention", Qwen3-Next and
+/// Qwen3.5) or Qwen3NextConfig's full_attention_interval (layer i full when (i + 1) % n == 0), and
+/// the Gated DeltaNet shapes (linear_* keys). Mamba layers (layer_types "mamba",
+/// hybrid_override_pattern, attn_layer_period) are named in the warnings and not modelled.
+void readHybrid(const JsonObject& c, std::uint64_t layers, HybridConfig& h, std::vector<std::string>& warnings)
+{
+    std::vector<MixerKind> mixers;
+    if (const nlohmann::json* types = c.arrayOf("layer_types")) {
+        for (const auto& t : *types) {
+            if (!t.is_string())
+                return; // the sliding-window reader refuses it
+            const auto kind = mixerKindFromName(t.get<std::string>());
+            if (!kind) {
+                warnings.push_back("layer_types \"" + t.get<std::string>().substr(0, 40)
+                                   + "\": recurrent state and weights of such layers are not modelled (priced as attention)");
+                return;
+            }
+            mixers.push_back(*kind);
+        }
+    } else if (auto n = c.uintOf("full_attention_interval"); n && *n > 0 && c.has("linear_num_value_heads")) {
+        for (std::uint64_t i = 0; i < layers; ++i)
+            mixers.push_back((i + 1) % *n == 0 ? MixerKind::Attention : MixerKind::GatedDeltaNet);
+    }
+    for (const char* key : {"hybrid_override_pattern", "attn_layer_period", "mamba_d_state", "ssm_cfg"})
+        if (c.has(key)) {
+            warnings.push_back(std::string(key) + ": Mamba layers are not modelled (their state and weights are priced as attention)");
+            break;
+        }
+    if (std::find(mixers.begin(), mixers.end(), MixerKind::GatedDeltaNet) == mixers.end())
+        return;
+    if (mixers.size() != layers)
+        c.fail(ImportErrorCode::BadValue, "layer_types",
+               std::to_string(mixers.size()) + " entries, expected one per layer (" + std::to_string(layers) + ")");
+    auto dim = [&](const char* key) {
+        const std::uint64_t v = c.uintOf(key).value_or(0);
+        if (v == 0 || v > (1u << 14))
+            c.fail(ImportErrorCode::BadValue, key, std::string(key) + " " + std::to_string(v) + ", expected 1..16384");
+        return static_cast<std::uint32_t>(v);
+    };
+    h.linear.keyHeads = dim("linear_num_key_heads");
+    h.linear.valueHeads = dim("linear_num_value_heads");
+    h.linear.keyHeadDim = dim("linear_key_head_dim");
+    h.linear.valueHeadDim = dim("linear_value_head_dim");
+    h.linear.convKernel = dim("linear_conv_kernel_dim");
+    h.layerMixers = std::move(mixers);
+    // Qwen3-Next always gates the attention output; Qwen3.5 says so with attn_output_gate.
+    h.attentionOutputGate = c.boolOf("attn_output_gate").value_or(true);
 }
 
 HfConfig parse(const nlohmann::json& root, const std::string& file)
@@ -303,7 +353,7 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     }
     if (f == "gemma2" || f == "gemma3")
         a.normsPerLayer = 4; // input, post_attention, pre_feedforward, post_feedforward
-    if (f == "qwen3" || f == "qwen3moe" || f == "gemma3")
+    if (f == "qwen3" || f == "qwen3moe" || f == "gemma3" || f == "qwen3next")
         a.qkNorm = true; // Qwen3Attention / Gemma3Attention: RMSNorm on q and k per head, [head_dim] each
     if (f == "command-r")
         a.normsPerLayer = 1; // parallel attention + MLP from one input_layernorm
@@ -318,8 +368,7 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
         a.moe.denseFirstLayers = static_cast<std::uint32_t>(std::min<std::uint64_t>(c.uintOf("first_k_dense_replace").value_or(0), layers));
         if (auto freq = c.uintOf("moe_layer_freq"); freq && *freq != 1)
             warnings.push_back("moe_layer_freq " + std::to_string(*freq) + ": every layer after the dense ones is counted as MoE");
-        if (c.has("shared_expert_intermediate_size"))
-            warnings.push_back("shared_expert_intermediate_size is not modelled: the shared expert is not counted");
+        a.moe.sharedExpertFfnSize = std::min<std::uint64_t>(c.uintOf("shared_expert_intermediate_size").value_or(0), 1u << 22);
     }
 
     // Multi-head latent attention (DeepSeek-V2/V3).
@@ -381,6 +430,8 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     }
     if (window && *window > 0)
         a.sliding.windowTokens = *window;
+
+    readHybrid(c, layers, a.hybrid, warnings);
 
     // rope_scaling: the trained context stays max_position_embeddings; note the scaling.
     if (const nlohmann::json* rs = c.objectOf("rope_scaling")) {

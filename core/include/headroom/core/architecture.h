@@ -5,6 +5,7 @@
 /// profile, a Hugging Face config.json or GGUF metadata (importers).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct MoeConfig {
     /// Every layerStep-th layer is MoE, the others dense (Llama 4 interleave_moe_layer_step,
     /// transformers modeling_llama4.py: layer i is MoE when (i + 1) % step == 0); 1 = every layer.
     std::uint32_t layerStep = 1;
+    /// Width of one separate shared expert with a sigmoid gate [1, hidden] (Qwen2-MoE / Qwen3-Next
+    /// shared_expert_intermediate_size); 0 = none (DeepSeek's shared experts use sharedExperts).
+    std::uint64_t sharedExpertFfnSize = 0;
 
     bool enabled() const { return expertCount > 0; }
     /// Whether layer @p i has the MoE block (past the dense first layers, on the interleave).
@@ -74,6 +78,44 @@ struct SlidingWindowConfig {
             return false;
         return slidingLayers.empty() || (i < slidingLayers.size() && slidingLayers[i]);
     }
+};
+
+/// What mixes tokens in a layer. Recurrent mixers keep a fixed state per sequence instead of K
+/// and V per token (vLLM kv_cache_interface.py MambaSpec; llama.cpp llama-memory-recurrent.cpp).
+enum class MixerKind {
+    Attention,      ///< softmax attention with a KV cache (the default)
+    /// Gated DeltaNet linear attention (Qwen3-Next, modeling_qwen3_next.py Qwen3NextGatedDeltaNet):
+    /// in_proj_qkvz [2 k_heads d_k + 2 v_heads d_v, hidden], in_proj_ba [2 v_heads, hidden], a depthwise
+    /// conv over 2 k_heads d_k + v_heads d_v channels, out_proj [hidden, v_heads d_v]. State per sequence:
+    /// conv (kernel - 1) x channels, recurrent v_heads x d_k x d_v.
+    GatedDeltaNet,
+};
+
+/// Linear-attention (Gated DeltaNet) shapes: config.json linear_* keys.
+struct LinearAttentionConfig {
+    std::uint32_t keyHeads = 0;      ///< linear_num_key_heads
+    std::uint32_t valueHeads = 0;    ///< linear_num_value_heads
+    std::uint32_t keyHeadDim = 0;    ///< linear_key_head_dim
+    std::uint32_t valueHeadDim = 0;  ///< linear_value_head_dim
+    std::uint32_t convKernel = 0;    ///< linear_conv_kernel_dim
+
+    /// Channels of the depthwise conv: 2 x keyHeads x keyHeadDim + valueHeads x valueHeadDim.
+    std::uint64_t convChannels() const
+    {
+        return 2 * std::uint64_t{keyHeads} * keyHeadDim + std::uint64_t{valueHeads} * valueHeadDim;
+    }
+};
+
+/// Hybrid models: the mixer of each layer. Empty = attention everywhere.
+struct HybridConfig {
+    std::vector<MixerKind> layerMixers;  ///< one per layer (config layer_types / full_attention_interval)
+    LinearAttentionConfig linear;
+    /// Attention layers gate their output: q_proj is twice as wide (Qwen3-Next attn_output_gate).
+    bool attentionOutputGate = false;
+
+    bool enabled() const { return !layerMixers.empty(); }
+    MixerKind mixerOf(std::uint32_t i) const { return i < layerMixers.size() ? layerMixers[i] : MixerKind::Attention; }
+    bool isRecurrent(std::uint32_t i) const { return mixerOf(i) != MixerKind::Attention; }
 };
 
 /// The vision encoder of a multimodal model; each kind has its own tensor list (parameters.cpp,
@@ -122,6 +164,12 @@ struct VisionConfig {
     }
 };
 
+/// "attention", "gated_deltanet".
+const char* mixerKindName(MixerKind kind);
+/// The mixer named @p name: mixerKindName, or config.json layer_types' "full_attention",
+/// "sliding_attention", "linear_attention"; nullopt for another name ("mamba").
+std::optional<MixerKind> mixerKindFromName(const std::string& name);
+
 /// "siglip", "clip", "pixtral", "qwen2-vl", "qwen2.5-vl" ("" for None).
 const char* visionKindName(VisionKind kind);
 /// The kind named @p name (visionKindName), or None.
@@ -153,6 +201,7 @@ struct Architecture {
     MlaConfig mla;
     SlidingWindowConfig sliding;
     VisionConfig vision;                  ///< vision tower + projector; kind None for text-only models
+    HybridConfig hybrid;                  ///< per-layer mixers (linear attention); empty for plain transformers
 
     /// H_kv of layer @p i.
     std::uint32_t kvHeadsOf(std::uint32_t i) const

@@ -45,6 +45,11 @@ struct KvLayout {
     std::uint64_t windowTokens = 0;///< the window of the sliding layers
     std::uint32_t fullLayers = 0;
     std::uint32_t slidingLayers = 0;
+    /// Recurrent layers (linear attention, SSM) keep a fixed state per sequence that does not grow
+    /// with the context (vLLM MambaSpec: one page per request; llama.cpp llama_memory_recurrent:
+    /// one cell per sequence).
+    Bytes stateBytesPerSequence;
+    std::uint32_t recurrentLayers = 0;
 
     /// kv_bytes_per_token: what one more token costs while the context is below the window.
     Bytes bytesPerToken() const { return fullBytesPerToken + slidingBytesPerToken; }
@@ -54,6 +59,11 @@ struct KvLayout {
 /// (KV heads are sharded; when H_kv < tp every device keeps one replicated head, as vLLM does)
 /// holding @p layerCount layers starting at @p firstLayer (pipeline parallel; 0/0 = all).
 /// MLA models store kvLoraRank + qkRopeHeadDim values per layer and token, not split by tp.
+/// Recurrent layers (architecture.h HybridConfig) store no token; each keeps, per sequence and per
+/// TP rank, a Gated DeltaNet state of (kernel - 1) x conv channels / tp (conv) plus
+/// v_heads / tp x d_k x d_v (recurrent), both in the model's 16-bit dtype (vLLM's default
+/// mamba_cache_dtype / mamba_ssm_cache_dtype "auto" = the model dtype, MambaStateShapeCalculator
+/// gated_delta_net_state_shape).
 KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t tp = 1,
                   std::uint32_t firstLayer = 0, std::uint32_t layerCount = 0);
 
@@ -70,7 +80,8 @@ struct Paging {
 
 /// KV bytes for @p users sequences of @p contextTokens each, with paging: each sequence takes
 /// ceil(context/block) blocks; sliding layers hold min(context, window + ubatch) cells per
-/// sequence (llama.cpp `n_swa + n_ubatch`; vLLM `W - 1 + max_num_batched_tokens`).
+/// sequence (llama.cpp `n_swa + n_ubatch`; vLLM `W - 1 + max_num_batched_tokens`); recurrent
+/// layers add users x stateBytesPerSequence, whatever the context.
 Bytes kvBytes(const KvLayout& layout, std::uint64_t users, std::uint64_t contextTokens,
               const Paging& paging = {}, std::uint64_t ubatchTokens = 0);
 
