@@ -191,6 +191,20 @@ bool readSliding(const json& j, const std::string& pointer, std::uint32_t layers
     return true;
 }
 
+/// Shortest period p with list[i] == list[i % p] for every i (list.size() when none is shorter).
+template <typename List>
+std::size_t shortestPeriod(const List& list)
+{
+    for (std::size_t p = 1; p < list.size(); ++p) {
+        bool repeats = true;
+        for (std::size_t i = p; i < list.size() && repeats; ++i)
+            repeats = list[i] == list[i % p];
+        if (repeats)
+            return p;
+    }
+    return list.size();
+}
+
 bool readHybrid(const json& j, const std::string& pointer, std::uint32_t layers, HybridConfig& h, std::string& key,
                 std::string& message)
 {
@@ -380,17 +394,7 @@ nlohmann::json architectureToJson(const Architecture& a)
         json sw = {{"window_tokens", a.sliding.windowTokens}};
         const std::vector<bool>& flags = a.sliding.slidingLayers;
         if (!flags.empty()) {
-            // Shortest period p with flags[i] == flags[i % p] for every i.
-            std::size_t period = flags.size();
-            for (std::size_t p = 1; p < flags.size(); ++p) {
-                bool repeats = true;
-                for (std::size_t i = p; i < flags.size() && repeats; ++i)
-                    repeats = flags[i] == flags[i % p];
-                if (repeats) {
-                    period = p;
-                    break;
-                }
-            }
+            const std::size_t period = shortestPeriod(flags);
             json list = json::array();
             for (std::size_t i = 0; i < period; ++i)
                 list.push_back(static_cast<bool>(flags[i]));
@@ -401,16 +405,7 @@ nlohmann::json architectureToJson(const Architecture& a)
     if (a.hybrid.enabled()) {
         // The shortest period of the mixers, as the sliding-window flags are written.
         const std::vector<MixerKind>& mixers = a.hybrid.layerMixers;
-        std::size_t period = mixers.size();
-        for (std::size_t p = 1; p < mixers.size(); ++p) {
-            bool repeats = true;
-            for (std::size_t i = p; i < mixers.size() && repeats; ++i)
-                repeats = mixers[i] == mixers[i % p];
-            if (repeats) {
-                period = p;
-                break;
-            }
-        }
+        const std::size_t period = shortestPeriod(mixers);
         json list = json::array();
         for (std::size_t i = 0; i < period; ++i)
             list.push_back(mixerKindName(mixers[i]));
