@@ -8,9 +8,12 @@
 #include "headroom/core/profiles.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 using namespace headroom;
@@ -139,6 +142,17 @@ TEST_CASE("presets priced without the file match llama.cpp's printed tensor byte
          "https://github.com/ggml-org/llama.cpp/issues/8730 (model size = 6.14 GiB (6.56 BPW))"},
         {"Llama-3-8B-Instruct Q8_0", test::llama31_8b(), "gguf-q8_0", {7.95, kGibi, 2},
          "https://github.com/argilla-io/distilabel/issues/593 (model size = 7.95 GiB (8.50 BPW))"},
+        // Ollama library GGUF files (llama.cpp quantizations) as their llama.cpp runner loaded them:
+        // the mmap'd CPU buffer covers the whole file when layers are offloaded, and a fully
+        // offloaded model is its CUDA0 buffer plus the token_embd the CPU keeps.
+        {"Qwen2.5-Coder-7B Q4_K_M", profileArch("qwen2.5-7b"), "q4_k_m", {4460.45, kMebi, 2},
+         "https://github.com/ollama/ollama/issues/10125 (load_tensors: CPU_Mapped model buffer size = 4460.45 MiB)"},
+        {"Qwen2.5-Coder-32B Q8_0", profileArch("qwen2.5-32b"), "gguf-q8_0", {33202.08, kMebi, 2},
+         "https://github.com/ollama/ollama/issues/10125 (load_tensors: CPU_Mapped model buffer size = 33202.08 MiB)"},
+        {"DeepSeek-R1-Distill-Qwen-14B Q4_K_M", profileArch("deepseek-r1-distill-qwen-14b"), "q4_k_m", {8566.04, kMebi, 2},
+         "https://github.com/ollama/ollama/issues/9091 (CUDA0 model buffer 8148.38 MiB + CPU 417.66 MiB)"},
+        {"Qwen3-30B-A3B Q4_K_M", profileArch("qwen3-30b-a3b"), "q4_k_m", {17691.34, kMebi, 2},
+         "https://github.com/ggml-org/llama.cpp/issues/13729 (CUDA0 model buffer 10750.86 MiB + CPU_Mapped 6940.48 MiB)"},
         {"pythia-1.4b Q3_K_M", test::pythia14b(), "q3_k_m", {724.27, kMebi, 2}, "pythia_1_4b-tg-q3_k.log"},
         {"pythia-1.4b Q4_K_M", test::pythia14b(), "q4_k_m", {871.81, kMebi, 2}, "pythia_1_4b-tg-q4_k.log"},
         {"pythia-1.4b Q5_K_M", test::pythia14b(), "q5_k_m", {1006.35, kMebi, 2}, "pythia_1_4b-tg-q5_k.log"},
@@ -157,4 +171,88 @@ TEST_CASE("presets priced without the file match llama.cpp's printed tensor byte
         CHECK(std::abs(errorPercent) < 0.5);                                        // the acceptance bound
         CHECK(std::abs(predicted - real) <= c.printed.halfUlpBytes() + 64.0 * 1024); // and the printed digits
     }
+}
+
+namespace {
+
+/// GGML's type name ("q4_K", "f32") in Headroom's spelling ("q4_k", "fp32").
+std::string headroomTypeName(std::string ggml)
+{
+    if (ggml == "f32" || ggml == "f16")
+        return "fp" + ggml.substr(1);
+    for (char& c : ggml)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return ggml;
+}
+
+std::string lower(std::string s)
+{
+    for (char& c : s)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("presets get the tensor types real llama-quantize gives them", "[ggufpreset][oracle]")
+{
+    // tests/llamacpp/quantize-grid.json: llama_model_quantize (dry run) of llama.cpp as shipped in
+    // node-llama-cpp 3.21.1, on F16 GGUF files with the tensor tables of the models' published
+    // configs (tests/llamacpp/quantizeoracle.cpp writes and re-checks it). Per model and preset:
+    // the count of tensors of each type and their exact bytes. Headroom must give the same counts
+    // and the same bytes, type by type. Two differences are accounted for, not hidden:
+    //  - llama 3.1's rope_freqs.weight (F32, head_dim / 2 values: 256 B) is not in Headroom's
+    //    tensor list (no rope-scaling field in Architecture); the grid names its bytes and the
+    //    test takes that one F32 tensor out of llama-quantize's side;
+    //  - rows that Q2_K/Q3_K blocks do not divide fall back to IQ4_NL in the llama.cpp that wrote
+    //    the files of 2024-2025 (Headroom's rule) and to Q4_0 in the bundled release: the same
+    //    18 bytes per 32 values, so both sides count them as q4_0 here.
+    // The plain GGML ids (q4_0, q6_k, ...) are single types; the presets are their gguf- ids.
+    std::ifstream in(test::sourcePath("tests/llamacpp/quantize-grid.json"));
+    REQUIRE(in.good());
+    const nlohmann::json grid = nlohmann::json::parse(in);
+    int compared = 0;
+    for (const auto& model : grid.at("models")) {
+        const Architecture arch = profileArch(model.at("id").get<std::string>().c_str());
+        for (const auto& [preset, want] : model.at("presets").items()) {
+            auto format = findFormat("gguf-" + lower(preset));
+            if (!format)
+                format = findFormat(lower(preset));
+            REQUIRE(format);
+            REQUIRE(format->ggufFileType != 0);
+            const PricedTensors list = priceTensors(arch, *format);
+            std::map<std::string, int> counts;
+            std::map<std::string, std::uint64_t> gotBytes;
+            for (const PricedTensor& t : list.priced) {
+                const std::string type = t.type == "iq4_nl" ? "q4_0" : t.type;
+                ++counts[type];
+                gotBytes[type] += t.bytes.value;
+            }
+            const WeightBill bill = weightBill(list);
+            const std::uint64_t ropeFreqs = model.value("rope_freqs_bytes", std::uint64_t{0});
+            INFO(model.at("id").get<std::string>() << " " << preset << " (" << model.at("config").get<std::string>()
+                                                   << ")");
+            std::map<std::string, int> wantCounts;
+            for (const auto& [type, n] : want.at("type_counts").items())
+                wantCounts[headroomTypeName(type)] = n.get<int>();
+            if (ropeFreqs > 0)
+                --wantCounts["fp32"];
+            std::string countsText = "headroom";
+            for (const auto& [type, n] : counts)
+                countsText += " " + type + ":" + std::to_string(n);
+            countsText += ", llama-quantize";
+            for (const auto& [type, n] : wantCounts)
+                countsText += " " + type + ":" + std::to_string(n);
+            INFO(countsText);
+            CHECK(counts == wantCounts);
+            std::map<std::string, std::uint64_t> wantBytes;
+            for (const auto& [type, bytes] : want.at("type_bytes").items())
+                wantBytes[headroomTypeName(type)] = bytes.get<std::uint64_t>();
+            wantBytes["fp32"] -= ropeFreqs;
+            CHECK(gotBytes == wantBytes);
+            CHECK(bill.totalBytes.value + ropeFreqs == want.at("tensor_bytes").get<std::uint64_t>());
+            ++compared;
+        }
+    }
+    CHECK(compared >= 9 * 14);
 }
