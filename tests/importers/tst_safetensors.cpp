@@ -245,3 +245,43 @@ TEST_CASE("importModel refuses what it cannot read", "[importers]")
     CHECK(empty.error().code == ImportErrorCode::FileNotFound);
     std::filesystem::remove_all(dir.parent_path());
 }
+
+TEST_CASE("llama.cpp's containers before GGUF say what they are and which block layouts they hold", "[importers][legacy]")
+{
+    // Magics as the little-endian u32 a 2023 file starts with (convert_llama_ggml_to_gguf.py
+    // GGMLFormat): 'ggjt' 0x67676a74 is the bytes "tjgg", then the u32 version.
+    const auto dir = tempDir("legacy");
+    const auto write = [&](const std::string& name, const std::string& magic, std::uint32_t version) {
+        std::ofstream out(dir / name, std::ios::binary);
+        out << magic;
+        for (int i = 0; i < 4; ++i)
+            out.put(static_cast<char>((version >> (8 * i)) & 0xFF));
+        out << std::string(64, '\0');
+        return dir / name;
+    };
+    const auto v2 = importModel(write("ggml-model-q4_1.bin", "tjgg", 2));
+    REQUIRE_FALSE(v2);
+    CHECK(v2.error().code == ImportErrorCode::UnsupportedFormat);
+    CHECK(v2.error().message.find("a GGJT v2 file, llama.cpp's model format before GGUF (2023)") == 0);
+    CHECK(v2.error().message.find("20, 24 and 36 bytes per 32 values against today's 18, 20 and 34") != std::string::npos);
+    // Renamed .gguf: the magic decides, not the name.
+    const auto renamed = importModel(write("model.gguf", "tjgg", 1));
+    REQUIRE_FALSE(renamed);
+    CHECK(renamed.error().message.find("a GGJT v1 file") == 0);
+    const auto v3 = importModel(write("v3.bin", "tjgg", 3));
+    REQUIRE_FALSE(v3);
+    CHECK(v3.error().message.find("its blocks are today's") != std::string::npos);
+    CHECK(v3.error().message.find("convert_llama_ggml_to_gguf.py") != std::string::npos);
+    const auto ggmf = importModel(write("old.bin", "fmgg", 1));
+    REQUIRE_FALSE(ggmf);
+    CHECK(ggmf.error().message.find("a GGMF v1 file") == 0);
+    const auto ggml = importModel(write("oldest.bin", "lmgg", 0));
+    REQUIRE_FALSE(ggml);
+    CHECK(ggml.error().message.find("a GGML file") == 0);
+    // A file too short for its version is still named by its magic.
+    std::ofstream(dir / "short.bin", std::ios::binary) << "tjgg";
+    const auto shortFile = importModel(dir / "short.bin");
+    REQUIRE_FALSE(shortFile);
+    CHECK(shortFile.error().message.find("a GGJT file") == 0);
+    std::filesystem::remove_all(dir.parent_path());
+}

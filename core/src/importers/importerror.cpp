@@ -101,5 +101,34 @@ tl::expected<std::string, ImportError> readSmallFile(const std::filesystem::path
     return text;
 }
 
+std::string legacyGgmlContainer(std::string_view head)
+{
+    if (head.size() < 4)
+        return {};
+    std::string container;
+    if (head.substr(0, 4) == "lmgg")
+        container = "GGML";
+    else if (head.substr(0, 4) == "fmgg")
+        container = "GGMF";
+    else if (head.substr(0, 4) == "tjgg")
+        container = "GGJT";
+    else
+        return {};
+    std::uint32_t version = 0;
+    if (container != "GGML" && head.size() >= 8)
+        for (int i = 3; i >= 0; --i)
+            version = (version << 8) | static_cast<unsigned char>(head[4 + static_cast<std::size_t>(i)]);
+    const bool versioned = container != "GGML" && head.size() >= 8;
+    const std::string name = container + (versioned ? " v" + std::to_string(version) : std::string());
+    const std::string what = "a " + name + " file, llama.cpp's model format before GGUF (2023), not GGUF: ";
+    if (container == "GGJT" && version >= 3)
+        return what + "its blocks are today's (GGJT v3 came with llama.cpp PR 1508), but no engine loads the format any "
+                      "more: convert it with llama.cpp's convert_llama_ggml_to_gguf.py, then plan the .gguf";
+    return what + "its q4_0, q4_1 and q8_0 blocks are those of before llama.cpp PR 1508 (2023-05-19), 20, 24 and 36 bytes "
+                  "per 32 values against today's 18, 20 and 34 (q5_0/q5_1 are 22/24 as today), and no engine loads it: "
+                  "convert_llama_ggml_to_gguf.py converts only unquantized files of this age, so re-quantize the "
+                  "original weights";
+}
+
 } // namespace importers
 } // namespace headroom

@@ -58,6 +58,14 @@ tl::expected<ImportedModel, ImportError> importByKind(const std::filesystem::pat
     if (fs::is_directory(path, ec))
         return importModelDirectory(path);
     const std::string name = path.filename().string();
+    // A container of before GGUF says what it is, whatever its name (.bin, or renamed .gguf).
+    if (fs::is_regular_file(path, ec)) {
+        auto head = importers::readFileHead(path, 8);
+        if (!head)
+            return tl::unexpected(head.error());
+        if (const std::string legacy = importers::legacyGgmlContainer(*head); !legacy.empty())
+            return tl::unexpected(makeError(ImportErrorCode::UnsupportedFormat, path.string(), legacy));
+    }
     if (name.ends_with(".gguf"))
         return importGguf(path);
     if (name.ends_with(".safetensors"))
