@@ -80,6 +80,12 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
         ->check(sizeValidator());
     auto* fa = cmd->add_flag("--flash-attention", o.flashOn, "Flash attention on (default: the engine's)");
     cmd->add_flag("--no-flash-attention", o.flashOff, "Flash attention off: full attention scores count")->excludes(fa);
+    auto* draft = cmd->add_option("--draft", o.draft,
+                                  "Draft model for speculative decoding (profile id or path): its weights and its KV cache for "
+                                  "the same context and users join the bill (vLLM --speculative-config, llama.cpp -md)");
+    cmd->add_option("--draft-weights", o.draftWeights,
+                    "The draft model's weight format (default: its files' format, else the target's)")
+        ->needs(draft);
     cmd->add_flag("--json", o.json, "One JSON document on stdout");
 }
 
@@ -132,6 +138,14 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
     if (!settings.empty() && engine.kind == EngineKind::Flat)
         return tl::unexpected(std::string("--set: the flat reserve (--reserve) has no engine settings; choose --engine"));
 
+    std::optional<ModelProfile> draft;
+    if (!o.draft.empty()) {
+        auto d = resolveModel(o.draft, profiles);
+        if (!d)
+            return tl::unexpected("--draft: " + d.error());
+        draft = std::move(*d);
+    }
+
     std::vector<PlanRequest> out;
     for (const std::string& m : models) {
         auto model = resolveModel(m, profiles);
@@ -181,6 +195,12 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                 else if (!o.offload.empty() && o.offload != "auto")
                     r.gpuLayers = static_cast<std::uint32_t>(std::stoul(o.offload));
                 r.engineSettings = settings;
+                if (draft) {
+                    auto df = resolveFormat(o.draftWeights.empty() && !draft->exactWeights ? format->id : o.draftWeights, *draft);
+                    if (!df)
+                        return tl::unexpected("--draft-weights: " + df.error());
+                    r.draft = DraftRequest{*draft, *df};
+                }
                 // The engine's own settings may answer the question (max-model-len, -np): see verdict.h.
                 r = withQuestionDefaults(std::move(r));
                 auto calibrated = applyCalibration(o, userProfilesDir, std::move(r));

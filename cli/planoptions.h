@@ -38,6 +38,8 @@ struct PlanOptions {
     bool json = false;
     std::string calibration; ///< --calibration FILE (`headroom-cli log -o`); "none" turns the saved one off
     std::vector<std::string> settings; ///< --set KEY=VALUE, the engine's own settings
+    std::string draft;        ///< --draft MODEL: a draft model for speculative decoding, in the bill
+    std::string draftWeights; ///< --draft-weights FORMAT (default: the draft's files' format, else the target's)
 };
 
 /// Registers the options on @p cmd; @p multi makes --model/--weights/--card take several values.

@@ -175,7 +175,7 @@ void registerSpeedCommand(CLI::App& app, CliContext& ctx)
     CLI::App* cmd = app.add_subcommand("speed", "Decode tokens/s against batch, TTFT, the knee; batching and speculative decoding");
     addPlanOptions(cmd, opts->plan, false);
     cmd->add_option("--acceptance", opts->acceptance, "Speculative decoding: acceptance rate a")->capture_default_str();
-    cmd->add_option("--draft", opts->draftTokens, "Speculative decoding: draft length g")->capture_default_str()->check(CLI::Range(1u, 64u));
+    cmd->add_option("--draft-tokens", opts->draftTokens, "Speculative decoding: draft length g (tokens a step)")->capture_default_str()->check(CLI::Range(1u, 64u));
     cmd->add_option("--draft-cost", opts->draftCost, "Speculative decoding: draft step cost c (fraction of a target step)")
         ->capture_default_str()->check(CLI::Range(0.0, 10.0));
     cmd->add_option("--requests", opts->requests, "Batching simulation: requests")->capture_default_str()->check(CLI::Range(1u, 100000u));

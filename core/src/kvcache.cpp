@@ -7,12 +7,13 @@ namespace headroom {
 
 namespace {
 
-KvDtype dtype(const char* id, std::uint32_t elements, std::uint32_t bytes)
+KvDtype dtype(const char* id, std::uint32_t elements, std::uint32_t bytes, std::uint32_t headScaleBytes = 0)
 {
     KvDtype d;
     d.id = id;
     d.blockElements = elements;
     d.blockBytes = bytes;
+    d.headScaleBytes = headScaleBytes;
     return d;
 }
 
@@ -23,15 +24,26 @@ std::uint64_t KvDtype::rowBytes(std::uint64_t elements) const
     return checkedMul(ceilDiv(elements, blockElements), blockBytes, "KV row bytes");
 }
 
+std::uint64_t KvDtype::headsRowBytes(std::uint64_t heads, std::uint64_t headDim) const
+{
+    return checkedAdd(rowBytes(checkedMul(heads, headDim, "KV row")), checkedMul(heads, headScaleBytes, "KV scales"));
+}
+
 const std::vector<KvDtype>& builtinKvDtypes()
 {
     // llama.cpp cache types share the GGML block table (shared/reference/ggml-types.md);
     // fp8 is vLLM's kv_cache_dtype fp8 / fp8_e4m3 / fp8_e5m2 (1 byte, per-tensor scale).
+    // vLLM's newer caches (vllm/v1/kv_cache_interface.py and vllm/utils/torch_utils.py, commit
+    // 001cabc1): fp8_per_token_head / int8_per_token_head store 1 byte a value plus one fp32 scale per
+    // token, head and side (PR 38378); nvfp4 packs each head as head_size/2 bytes of E2M1 data plus
+    // head_size/16 fp8 block scales (nvfp4_kv_cache_full_dim; PR 40177): 9 bytes per 16 values.
     static const std::vector<KvDtype> all = {
         dtype("fp32", 1, 4),     dtype("fp16", 1, 2),     dtype("bf16", 1, 2),
         dtype("fp8", 1, 1),      dtype("fp8_e4m3", 1, 1), dtype("fp8_e5m2", 1, 1),
         dtype("q8_0", 32, 34),   dtype("q4_0", 32, 18),   dtype("q4_1", 32, 20),
         dtype("q5_0", 32, 22),   dtype("q5_1", 32, 24),   dtype("iq4_nl", 32, 18),
+        dtype("fp8_per_token_head", 1, 1, 4), dtype("int8_per_token_head", 1, 1, 4),
+        dtype("nvfp4", 16, 9),
     };
     return all;
 }
@@ -84,7 +96,7 @@ KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, const KvDtype&
             const std::uint64_t heads = std::max<std::uint64_t>(1, arch.kvHeadsOf(i) / tp);
             if (arch.kvHeadsOf(i) == 0)
                 continue;
-            bytes = checkedAdd(dtype.rowBytes(heads * arch.headDim), dtypeV.rowBytes(heads * arch.valueDim()));
+            bytes = checkedAdd(dtype.headsRowBytes(heads, arch.headDim), dtypeV.headsRowBytes(heads, arch.valueDim()));
         }
         if (arch.sliding.isSliding(i)) {
             out.slidingBytesPerToken += Bytes{bytes};

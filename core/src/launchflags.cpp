@@ -71,7 +71,14 @@ std::string modelArgument(const ModelProfile& model, bool wantGguf)
 }
 
 /// A word of the command line: $MODEL stays a variable to expand, anything else is quoted.
-std::string shellWord(const std::string& s) { return s == "$MODEL" ? s : shellQuote(s); }
+std::string shellWord(const std::string& s) { return s == "$MODEL" || s == "$DRAFT_MODEL" ? s : shellQuote(s); }
+
+// The draft model's argument: its path or Hub id, else the placeholder $DRAFT_MODEL.
+std::string draftArgument(const ModelProfile& model, bool wantGguf)
+{
+    const std::string a = modelArgument(model, wantGguf);
+    return a == "$MODEL" ? std::string("$DRAFT_MODEL") : a;
+}
 
 std::string commandLine(const std::string& program, const std::vector<LaunchFlag>& flags)
 {
@@ -91,9 +98,12 @@ tl::expected<std::string, std::string> vllmKvDtype(const std::string& id)
     const std::string k = lower(id);
     if (k == "fp16" || k == "bf16")
         return std::string("auto");
-    if (k == "fp8" || k == "fp8_e4m3" || k == "fp8_e5m2")
+    if (k == "fp8" || k == "fp8_e4m3" || k == "fp8_e5m2" || k == "fp8_per_token_head" || k == "int8_per_token_head"
+        || k == "nvfp4")
         return k;
-    return tl::unexpected("vLLM has no '" + id + "' KV cache (--kv-cache-dtype takes auto, fp8, fp8_e4m3, fp8_e5m2)");
+    return tl::unexpected("vLLM has no '" + id
+                          + "' KV cache (--kv-cache-dtype takes auto, fp8, fp8_e4m3, fp8_e5m2, fp8_per_token_head, "
+                            "int8_per_token_head, nvfp4)");
 }
 
 tl::expected<std::string, std::string> llamaCppKvDtype(const std::string& id)
@@ -280,6 +290,10 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             add("--quantization", quantization, arg, quantNote);
         else if (!quantNote.empty())
             out.notes.push_back(quantNote);
+        if (request.draft)
+            add("--speculative-config",
+                "{\"model\": \"" + draftArgument(request.draft->model, false) + "\", \"num_speculative_tokens\": 4}", arg,
+                "draft model " + plan.draftModelId + ", priced in the plan; 4 draft tokens a step (set to taste)");
         out.command = commandLine("vllm serve " + shellWord(modelArgument(request.model, false)), out.flags);
         break;
     }
@@ -316,7 +330,12 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
                 add("--tensor-split", sv.text, arg, "each GPU's share of the offloaded layers, as planned");
         }
         add("-ctk", *kv, arg, "K cache type");
-        add("-ctv", *kv, arg, "V cache type");
+        // -ctv as the plan priced it (cache-type-v given apart from -ctk), else the K type.
+        const SettingValue* v = appliedSetting(plan, "cache-type-v");
+        add("-ctv", v && !v->text.empty() ? v->text : *kv, arg, "V cache type");
+        if (request.draft)
+            add("-md", draftArgument(request.draft->model, true), arg,
+                "draft model " + plan.draftModelId + " for speculative decoding, priced in the plan (its cache f16)");
         add("-fa", plan.flashAttention ? "on" : "off", arg,
             plan.flashAttention ? "flash attention, as planned" : "no flash attention: full attention scores counted");
         if (plan.tensorParallel * plan.pipelineParallel > 1)

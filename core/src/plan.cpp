@@ -104,6 +104,8 @@ public:
         priceWeights();
         priceKv();
         m_out.refusals = engine.compatibility(m_r, m_setup);
+        if (auto draft = priceDraft(engine); !draft)
+            return tl::unexpected(draft.error());
         if (m_r.gpuLayers && *m_r.gpuLayers <= m_arch.layers && !engine.offloadsLayers())
             m_out.refusals.push_back({FitLimit::EngineRefusesToStart,
                                       m_r.engine.name + " keeps every layer on the GPU: it has no layer offload (--offload "
@@ -186,6 +188,65 @@ private:
                                   + " of state per sequence, whatever its context (counted per user)");
         if (m_arch.kvHeads > 0 && m_arch.kvHeads < m_setup.tensorParallel && !m_arch.mla.enabled())
             m_out.notes.push_back("KV heads (" + std::to_string(m_arch.kvHeads) + ") fewer than --tp: each device keeps a replicated head");
+    }
+
+    // The draft model of speculative decoding (--draft): its weights on the busiest device, sharded
+    // by tp like the target's (vLLM's draft_tensor_parallel_size defaults to the target's,
+    // vllm/config/speculative.py), and its KV cache for the same cells: vLLM registers the draft's
+    // attention layers in the one KV cache config (vllm/v1/worker/gpu_model_runner.py
+    // get_kv_cache_spec walks every attention layer, the drafter's included), and llama.cpp's draft
+    // context copies the target's n_ctx and n_seq_max (common/speculative.cpp
+    // common_base_params_to_speculative, the llama.cpp bundled in node-llama-cpp 3.21.1) with its
+    // own cache types, f16 unless -ctkd/-ctvd.
+    tl::expected<void, std::string> priceDraft(const Engine& engine)
+    {
+        if (!m_r.draft)
+            return {};
+        const DraftRequest& d = *m_r.draft;
+        if (!d.model.architecture)
+            return tl::unexpected("draft model '" + d.model.id + "' has no architecture: its KV cache cannot be sized");
+        const Architecture& da = *d.model.architecture;
+        if (const std::string problem = validateArchitecture(da); !problem.empty())
+            return tl::unexpected("draft model '" + d.model.id + "': " + problem);
+        m_out.draftModelId = d.model.id;
+        m_out.draftFormatId = d.format.id;
+        const DraftSupport support = engine.draftSupport();
+        if (support.setting.empty()) {
+            m_out.refusals.push_back({FitLimit::EngineRefusesToStart,
+                                      m_r.engine.name + " " + support.whyNot + " (--draft " + d.model.id + ")"});
+            return {};
+        }
+        const std::uint32_t tp = m_setup.tensorParallel;
+        const auto& exact = d.model.exactWeights;
+        const Bytes whole = exact && exact->formatId == d.format.id ? exact->totalBytes : headroom::priceWeights(da, d.format).totalBytes;
+        m_out.draftWeightsBytes = Bytes{ceilDiv(whole.value, tp)};
+        m_out.weightsBytes += m_out.draftWeightsBytes;
+        m_out.weightsByRole["draft"] += whole;
+        const KvDtype k = support.sixteenBitKv ? *findKvDtype("fp16") : m_kvDtype;
+        const std::optional<KvDtype> v = support.sixteenBitKv || m_setup.kvDtypeVId.empty()
+            ? std::optional<KvDtype>(k) : findKvDtype(m_setup.kvDtypeVId);
+        const KvLayout dk = kvLayout(da, k, v.value_or(k), tp, 0, 0);
+        KvLayout& kv = m_out.kv;
+        kv.fullBytesPerToken += dk.fullBytesPerToken;
+        kv.fullLayers += dk.fullLayers;
+        if (dk.slidingLayers > 0 && (kv.slidingLayers == 0 || kv.windowTokens == dk.windowTokens)) {
+            kv.slidingBytesPerToken += dk.slidingBytesPerToken;
+            kv.slidingLayers += dk.slidingLayers;
+            kv.windowTokens = dk.windowTokens;
+        } else if (dk.slidingLayers > 0) {
+            // Two windows: the draft's sliding layers are counted as full ones (an upper bound).
+            kv.fullBytesPerToken += dk.slidingBytesPerToken;
+            kv.fullLayers += dk.slidingLayers;
+        }
+        kv.stateBytesPerSequence += dk.stateBytesPerSequence;
+        kv.recurrentLayers += dk.recurrentLayers;
+        m_out.draftKvBytesPerToken = dk.bytesPerToken();
+        m_out.kvBytesPerToken = kv.bytesPerToken();
+        m_out.notes.push_back("draft model " + d.model.id + " (" + d.format.id + ", " + support.setting + "): "
+                              + formatBytes(m_out.draftWeightsBytes) + " of weights and "
+                              + formatBytes(m_out.draftKvBytesPerToken) + " of KV per token (" + k.id
+                              + ") join the bill, for the same context and users");
+        return {};
     }
 
     // The engine's bill of the busiest device.

@@ -84,6 +84,12 @@ nlohmann::json planJsonObject(const PlanResult& p)
         byRole[role] = bytes.value;
     j["weights_by_part_bytes"] = byRole;
     j["kv_bytes_per_token"] = p.kvBytesPerToken.value;
+    if (!p.draftModelId.empty()) {
+        j["draft_model"] = p.draftModelId;
+        j["draft_weights_format"] = p.draftFormatId;
+        j["draft_weights_bytes"] = p.draftWeightsBytes.value;
+        j["draft_kv_bytes_per_token"] = p.draftKvBytesPerToken.value;
+    }
     j["kv_full_bytes_per_token"] = p.kv.fullBytesPerToken.value;
     j["kv_sliding_bytes_per_token"] = p.kv.slidingBytesPerToken.value;
     j["kv_window_tokens"] = p.kv.windowTokens;

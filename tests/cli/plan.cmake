@@ -30,7 +30,7 @@ add_test(NAME cli_table_json COMMAND ${_cli} table -m llama-2-7b qwen2.5-0.5b -w
 set_tests_properties(cli_table_json PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "^\\[.*\"card\": \"24GB\"")
 add_test(NAME cli_frontier COMMAND ${_cli} frontier -m qwen2.5-0.5b -c 8GiB)
 set_tests_properties(cli_frontier PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "users +max context")
-add_test(NAME cli_speed COMMAND ${_cli} speed -m llama-3.1-8b -w int4-g128 -c rtx-4090 --acceptance 0.9 --draft 8 --draft-cost 0.1)
+add_test(NAME cli_speed COMMAND ${_cli} speed -m llama-3.1-8b -w int4-g128 -c rtx-4090 --acceptance 0.9 --draft-tokens 8 --draft-cost 0.1)
 set_tests_properties(cli_speed PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "speed-up 3.40x")
 foreach(list models cards formats engines)
   add_test(NAME cli_list_${list} COMMAND ${_cli} ${list})

@@ -6,6 +6,8 @@
 
 #include "headroom/core/engines/engine.h"
 #include "headroom/core/enginerules.h"
+#include "headroom/core/launchflags.h"
+#include "headroom/core/parameters.h"
 #include "headroom/core/plan.h"
 #include "headroom/core/profiles.h"
 #include "headroom/core/resolve.h"
@@ -281,4 +283,116 @@ TEST_CASE("engine NAME@VERSION picks the profile covering that release and the p
     REQUIRE(p);
     CHECK(p->engineVersion == "0.6");
     CHECK(makePlan(request(set, "vllm"))->engineVersion == current->version);
+}
+
+TEST_CASE("vLLM's newer KV caches from v0.20, refused by the engines that lack them", "[engines][kv]")
+{
+    const ProfileSet set = builtin();
+    for (const char* kv : {"fp8_per_token_head", "int8_per_token_head", "nvfp4"}) {
+        INFO(kv);
+        PlanRequest r = request(set, "vllm@0.20");
+        r.kvDtype = *findKvDtype(kv);
+        r.contextTokens = 8192; // the full 131,072 would not fit the 4090 at all (0.67x at fp8_per_token_head)
+        const auto p = makePlan(r);
+        REQUIRE(p);
+        std::string reasons;
+        for (const EngineRefusal& refusal : p->refusals)
+            reasons += refusal.reason + "; ";
+        INFO(reasons);
+        CHECK(p->refusals.empty());
+        CHECK(p->kvBytesPerToken == kvLayout(*r.model.architecture, r.kvDtype).bytesPerToken());
+        // v0.19's CacheDType has none of them.
+        PlanRequest old = request(set, "vllm");
+        old.kvDtype = r.kvDtype;
+        const auto q = makePlan(old);
+        REQUIRE(q);
+        REQUIRE_FALSE(q->refusals.empty());
+        CHECK(q->refusals[0].reason.find("vLLM v0.19.1 has no " + std::string(kv) + " KV cache") == 0);
+        CHECK_FALSE(q->fits);
+        for (const char* engine : {"llama.cpp", "ollama", "sglang", "tgi", "tensorrt-llm"}) {
+            INFO(engine);
+            PlanRequest o = request(set, engine);
+            o.kvDtype = r.kvDtype;
+            if (std::string(engine) == "llama.cpp" || std::string(engine) == "ollama")
+                o.format = *findFormat("q4_k_m");
+            const auto e = makePlan(o);
+            REQUIRE(e);
+            REQUIRE_FALSE(e->refusals.empty());
+            CHECK(e->refusals[0].limit == FitLimit::EngineKvDtype);
+            CHECK(e->refusals[0].reason.find(std::string("no ") + kv + " KV cache") != std::string::npos);
+        }
+    }
+    // MLA: the latent cache has no per-token-head or nvfp4 layout in vLLM.
+    const ModelProfile* lite = set.findModel("deepseek-v2-lite");
+    REQUIRE(lite);
+    REQUIRE(lite->architecture);
+    PlanRequest mla = request(set, "vllm@0.20", *lite->architecture);
+    mla.kvDtype = *findKvDtype("nvfp4");
+    const auto m = makePlan(mla);
+    REQUIRE(m);
+    REQUIRE_FALSE(m->refusals.empty());
+    CHECK(m->refusals[0].reason.find("MLAAttentionSpec") != std::string::npos);
+}
+
+TEST_CASE("a draft model (--draft): its weights and KV join the bill of an engine that runs one", "[engines][draft]")
+{
+    const ProfileSet set = builtin();
+    const ModelProfile* draft = set.findModel("llama-3.2-1b");
+    REQUIRE(draft);
+    REQUIRE(draft->architecture);
+    const WeightBill draftWeights = priceWeights(*draft->architecture, *findFormat("bf16"));
+    // Llama-3.2-1B: 16 layers x 8 KV heads x (64 + 64) x 2 B = 32,768 B per token.
+    CHECK(kvLayout(*draft->architecture, *findKvDtype("fp16")).bytesPerToken().value == 32'768);
+
+    PlanRequest alone = request(set, "vllm");
+    alone.contextTokens = 8192;
+    const auto a = makePlan(alone);
+    REQUIRE(a);
+    PlanRequest r = alone;
+    r.draft = DraftRequest{*draft, *findFormat("bf16")};
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->refusals.empty());
+    CHECK(p->draftModelId == "llama-3.2-1b");
+    CHECK(p->draftWeightsBytes == draftWeights.totalBytes);
+    CHECK(p->weightsBytes == a->weightsBytes + draftWeights.totalBytes);
+    CHECK(p->weightsByRole.at("draft") == draftWeights.totalBytes);
+    CHECK(p->draftKvBytesPerToken.value == 32'768);
+    CHECK(p->kvBytesPerToken.value == 131'072 + 32'768);
+    CHECK(p->kvBlocks < a->kvBlocks);
+    const auto flags = launchFlags(r, *p);
+    REQUIRE(flags);
+    CHECK(flags->command.find("--speculative-config") != std::string::npos);
+    CHECK(flags->command.find("\"num_speculative_tokens\": 4") != std::string::npos);
+
+    // llama.cpp: the draft context's cache is f16 (-ctkd/-ctvd) while the target's is q8_0.
+    PlanRequest l = request(set, "llama.cpp");
+    l.format = *findFormat("q4_k_m");
+    l.kvDtype = *findKvDtype("q8_0");
+    l.flashAttention = true;
+    l.contextTokens = 8192;
+    l.draft = DraftRequest{*draft, *findFormat("q8_0")};
+    const auto lp = makePlan(l);
+    REQUIRE(lp);
+    CHECK(lp->refusals.empty());
+    CHECK(lp->draftKvBytesPerToken.value == 32'768);
+    CHECK(lp->kvBytesPerToken.value == 32ull * 2 * 1024 * 34 / 32 + 32'768);
+    const auto lf = launchFlags(l, *lp);
+    REQUIRE(lf);
+    CHECK(lf->command.find(" -md ") != std::string::npos);
+
+    // Engines without draft-model speculative decoding are refused it, saying why.
+    for (const char* engine : {"tgi", "ollama", "sglang", "tensorrt-llm"}) {
+        INFO(engine);
+        PlanRequest o = request(set, engine);
+        if (std::string(engine) == "ollama")
+            o.format = *findFormat("q4_k_m");
+        o.draft = r.draft;
+        const auto op = makePlan(o);
+        REQUIRE(op);
+        REQUIRE_FALSE(op->refusals.empty());
+        CHECK(op->refusals.back().limit == FitLimit::EngineRefusesToStart);
+        CHECK(op->refusals.back().reason.find("(--draft llama-3.2-1b)") != std::string::npos);
+        CHECK_FALSE(op->fits);
+    }
 }

@@ -136,3 +136,23 @@ TEST_CASE("capacity: max context, max users and the frontier hyperbola", "[capac
     CHECK(f[5].users == 32);
     CHECK(f[5].contextTokens == 2048);
 }
+
+TEST_CASE("vLLM's per-token-head and nvfp4 caches are priced by their layout", "[kv]")
+{
+    // vllm/v1/kv_cache_interface.py (commit 001cabc1): a per-token-head page is
+    // 2 x block x H_kv x head_size x 1 B plus 2 x block x H_kv x 4 B of fp32 scales;
+    // nvfp4 packs each head as head_size/2 + head_size/16 bytes (vllm/utils/torch_utils.py
+    // nvfp4_kv_cache_full_dim). Llama-3.1-8B: 32 layers, 8 KV heads of 128.
+    const Architecture a = test::llama31_8b();
+    const KvDtype fp8Head = *findKvDtype("fp8_per_token_head");
+    CHECK(fp8Head.headScaleBytes == 4);
+    CHECK(kvLayout(a, fp8Head).bytesPerToken().value == 32ull * 2 * 8 * (128 + 4)); // 67,584
+    CHECK(kvLayout(a, *findKvDtype("int8_per_token_head")).bytesPerToken().value == 67'584);
+    CHECK(kvLayout(a, *findKvDtype("nvfp4")).bytesPerToken().value == 32ull * 2 * 8 * (64 + 8)); // 36,864
+    // A vLLM page of 16 tokens for one layer: 16 x 8 x (2 x 128 + 2 x 4) B = 33,792 B.
+    CHECK(kvLayout(a, fp8Head).bytesPerToken().value * 16 / 32 == 33'792);
+    // Per TP rank: the scales follow the heads (8 heads over tp 2: 4 each).
+    CHECK(kvLayout(a, fp8Head, 2).bytesPerToken().value == 67'584 / 2);
+    // Plain fp8 has one scale per tensor: no per-token bytes.
+    CHECK(kvLayout(a, *findKvDtype("fp8")).bytesPerToken().value == 65'536);
+}

@@ -196,6 +196,16 @@ bool isDefaultKvDtype(const std::string& kvId)
     return kvId == "fp16" || kvId == "bf16";
 }
 
+bool kvDtypeAccepted(const std::string& kvId, std::initializer_list<const char*> accepted)
+{
+    if (kvId.empty() || isDefaultKvDtype(kvId))
+        return true;
+    for (const char* id : accepted)
+        if (kvId == id)
+            return true;
+    return false;
+}
+
 tl::expected<std::string, std::string> reconcileKvDtype(const KvDtype& generic, EngineSettings& settings,
                                                         const std::string& key, const std::string& engineName,
                                                         std::string (*toKvId)(const std::string& engineValue),

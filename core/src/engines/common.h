@@ -5,6 +5,7 @@
 
 #include "headroom/core/engines/engine.h"
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,10 @@ tl::expected<std::string, std::string> reconcileKvDtype(const KvDtype& generic, 
 
 /// True for the 16-bit KV dtypes (fp16, bf16), the engines' default.
 bool isDefaultKvDtype(const std::string& kvId);
+
+/// True when @p kvId (a kvcache.h id; "" = the engine's 16-bit default) is the default or one of
+/// @p accepted: the engines' allow-lists of KV cache dtypes.
+bool kvDtypeAccepted(const std::string& kvId, std::initializer_list<const char*> accepted);
 
 /// A SettingSpec in one expression (the units' tables).
 SettingSpec makeSpec(std::string key, SettingType type, std::string defaultValue, std::string help, double minimum = 0,

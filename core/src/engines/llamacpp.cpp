@@ -76,6 +76,8 @@ class LlamaCppEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::LlamaCpp; }
     const std::vector<SettingSpec>& settings() const override { return llamaSettings(); }
+    /// A draft model through -md / --model-draft (common/arg.cpp), its cache f16 unless -ctkd/-ctvd.
+    DraftSupport draftSupport() const override { return {"-md", {}, true}; }
     bool offloadsLayers() const override { return true; }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
@@ -149,8 +151,7 @@ public:
                            r.engine.name + " runs GGUF files of GGML types (F16, BF16, Q8_0, Q4_K, ...), not "
                                + r.format.id + " (GPTQ/AWQ, bitsandbytes, fp8 and int checkpoints are other engines' formats)"});
         for (const std::string& id : {setup.kvDtypeId, setup.kvDtypeVId}) {
-            const std::optional<KvDtype> d = findKvDtype(id.empty() ? "fp16" : id);
-            if (!d || d->id.rfind("fp8", 0) == 0)
+            if (!kvDtypeAccepted(id, {"fp32", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}))
                 // common/arg.cpp kv_cache_types
                 out.push_back({FitLimit::EngineKvDtype,
                                r.engine.name + " has no " + id + " KV cache (cache-type-k/v: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)"});

@@ -93,6 +93,16 @@ public:
         return setup;
     }
 
+    /// OLLAMA_KV_CACHE_TYPE takes f16, q8_0 and q4_0 (docs/faq.md, "K/V cache quantization types").
+    std::vector<EngineRefusal> compatibility(const PlanRequest& r, const EngineSetup& setup) const override
+    {
+        std::vector<EngineRefusal> out = Engine::compatibility(r, setup);
+        if (!kvDtypeAccepted(setup.kvDtypeId, {"q8_0", "q4_0"}))
+            out.push_back({FitLimit::EngineKvDtype, r.engine.name + " has no " + setup.kvDtypeId
+                                                        + " KV cache (OLLAMA_KV_CACHE_TYPE: f16, q8_0, q4_0)"});
+        return out;
+    }
+
     EngineBill bill(const EngineInputs& in) const override
     {
         const EnginePolicy& e = in.request.engine;

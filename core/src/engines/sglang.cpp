@@ -117,6 +117,12 @@ class SgLangEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::SgLang; }
     const std::vector<SettingSpec>& settings() const override { return sglangSettings(); }
+    /// SGLang loads a draft through --speculative-draft-model-path into a KV pool of its own
+    /// (python/sglang/srt/speculative/), sized by rules Headroom does not model yet.
+    DraftSupport draftSupport() const override
+    {
+        return {{}, "runs a draft model (--speculative-draft-model-path) in a KV pool of its own, which is not modelled", false};
+    }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
@@ -178,7 +184,7 @@ public:
         if (r.format.kind == FormatKind::Ggml)
             out.push_back({FitLimit::EngineFormat,
                            "SGLang loads Hugging Face checkpoints (fp16/bf16, fp8, GPTQ/AWQ), not GGML type " + r.format.id + " (python/sglang/srt/configs/model_config.py)"});
-        if (setup.kvDtypeId == "q8_0" || setup.kvDtypeId == "q4_0")
+        if (!kvDtypeAccepted(setup.kvDtypeId, {"fp8", "fp8_e4m3", "fp8_e5m2"}))
             out.push_back({FitLimit::EngineKvDtype,
                            "SGLang has no " + setup.kvDtypeId + " KV cache (kv-cache-dtype: auto, bf16, fp8_e4m3, fp8_e5m2)" + " (python/sglang/srt/server_args.py)"});
         return out;

@@ -145,6 +145,12 @@ class TensorRtLlmEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::TensorRtLlm; }
     const std::vector<SettingSpec>& settings() const override { return trtSettings(); }
+    /// TensorRT-LLM's draft-target mode builds a second engine (speculative_decoding_mode
+    /// draft_tokens_external), which is not modelled.
+    DraftSupport draftSupport() const override
+    {
+        return {{}, "runs a draft model as a second engine (speculative_decoding_mode draft_tokens_external), which is not modelled", false};
+    }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
@@ -191,8 +197,9 @@ public:
             out.push_back({FitLimit::EngineFormat,
                            "TensorRT-LLM builds engines from Hugging Face checkpoints (fp16/bf16, fp8, int8/int4 "
                            "weight-only, SmoothQuant, GPTQ/AWQ), not GGML type " + r.format.id + " (tensorrt_llm/quantization/mode.py)"});
-        if (setup.kvDtypeId == "q8_0" || setup.kvDtypeId == "q4_0")
-            out.push_back({FitLimit::EngineKvDtype, "TensorRT-LLM has no " + setup.kvDtypeId + " KV cache (fp16/bf16, fp8, int8)" + " (tensorrt_llm/quantization/mode.py)"});
+        if (!kvDtypeAccepted(setup.kvDtypeId, {"fp8", "fp8_e4m3"}))
+            out.push_back({FitLimit::EngineKvDtype, "TensorRT-LLM has no " + setup.kvDtypeId + " KV cache modelled here (fp16/bf16, fp8; "
+                                                        "its NVFP4 cache, NVIDIA/TensorRT-LLM PR 6244, is not)" + " (tensorrt_llm/quantization/mode.py)"});
         return out;
     }
 

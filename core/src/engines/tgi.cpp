@@ -228,6 +228,11 @@ class TgiEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Tgi; }
     const std::vector<SettingSpec>& settings() const override { return tgiSettings(); }
+    /// TGI speculates with Medusa heads or n-grams (--speculate), not with a draft model.
+    DraftSupport draftSupport() const override
+    {
+        return {{}, "has no speculative decoding with a draft model (--speculate takes Medusa heads or n-grams)", false};
+    }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
@@ -279,7 +284,7 @@ public:
             out.push_back({FitLimit::EngineFormat,
                            "TGI loads safetensors checkpoints (fp16/bf16, fp8, GPTQ/AWQ, bitsandbytes), not GGML type "
                                + r.format.id + " (server/text_generation_server/models/__init__.py)"});
-        if (setup.kvDtypeId == "q8_0" || setup.kvDtypeId == "q4_0")
+        if (!kvDtypeAccepted(setup.kvDtypeId, {"fp8", "fp8_e4m3", "fp8_e5m2"}))
             out.push_back({FitLimit::EngineKvDtype, "TGI has no " + setup.kvDtypeId + " KV cache (--kv-cache-dtype fp8_e4m3, fp8_e5m2)" + " (launcher/src/main.rs)"});
         return out;
     }

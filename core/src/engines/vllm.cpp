@@ -41,7 +41,8 @@ const std::vector<SettingSpec>& vllmSettings()
              "tokens of one forward pass (the profile run's batch); default: --ubatch, else the profile's", 1, 1 << 24),
         spec("block-size", SettingType::Integer, "", "tokens per KV block; default: the profile's (16)", 1, 1024),
         spec("kv-cache-dtype", SettingType::Choice, "", "KV cache dtype; auto = the model's 16-bit dtype", 0, 0,
-             {"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"}),
+             {"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_per_token_head", "int8_per_token_head",
+              "nvfp4"}),
         spec("enforce-eager", SettingType::Boolean, "false", "CUDA graphs off: no graph pool"),
         spec("kv-cache-memory-bytes", SettingType::Size, "", "KV cache size in bytes, bypassing the utilization rule"),
         spec("swap-space", SettingType::Number, "4", "CPU swap space per GPU in GiB (host memory, not on the card)", 0,
@@ -61,7 +62,7 @@ std::string kvIdFromVllm(const std::string& v)
         return "bf16";
     if (v == "float16")
         return "fp16";
-    return v; // fp8, fp8_e4m3, fp8_e5m2 are kvcache.h ids
+    return v; // fp8, fp8_e4m3, fp8_e5m2, fp8/int8_per_token_head, nvfp4 are kvcache.h ids
 }
 
 std::string vllmFromKvId(const std::string& id)
@@ -196,6 +197,9 @@ class VllmEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Vllm; }
     const std::vector<SettingSpec>& settings() const override { return vllmSettings(); }
+    /// A draft model through --speculative-config '{"model": ..., "num_speculative_tokens": N}'
+    /// (vllm/config/speculative.py SpeculativeConfig), in the same KV cache dtype.
+    DraftSupport draftSupport() const override { return {"--speculative-config", {}, false}; }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
@@ -249,7 +253,13 @@ public:
     /// vLLM serves Hugging Face checkpoints (fp16/bf16, fp8, GPTQ/AWQ, bitsandbytes); its GGUF loader
     /// (vllm/model_executor/model_loader/gguf_loader.py, experimental) is not modelled, so GGML types
     /// are refused. Its KV cache dtypes are auto/bfloat16/fp8/fp8_e4m3/fp8_e5m2 (vllm/config/cache.py
-    /// CacheDType, v0.19): no block-quantized q8_0/q4_0 cache.
+    /// CacheDType, v0.19): no block-quantized q8_0/q4_0 cache. Later versions add
+    /// fp8_per_token_head / int8_per_token_head (PR 38378, merged 2026-03-27, Triton attention) and
+    /// nvfp4 (PR 40177, merged 2026-04-17, FlashInfer trtllm-gen on Blackwell SM100), present in
+    /// vllm/config/cache.py at commit 002f10e0; v0.19.0 was tagged 2026-04-03 and its CacheDType has
+    /// none of them, so Headroom takes them from v0.20.0 on. They price standard attention only:
+    /// MLAAttentionSpec has no NVFP4 page layout and the per-token-head path is Triton attention's,
+    /// not an MLA backend's, so an MLA model is refused them.
     std::vector<EngineRefusal> compatibility(const PlanRequest& r, const EngineSetup& setup) const override
     {
         std::vector<EngineRefusal> out = Engine::compatibility(r, setup);
@@ -257,9 +267,21 @@ public:
             out.push_back({FitLimit::EngineFormat, "vLLM serves Hugging Face checkpoints (fp16/bf16, fp8, GPTQ/AWQ, "
                                                    "bitsandbytes), not GGML type " + r.format.id
                                                    + " (its experimental GGUF loader is not modelled)"});
-        if (setup.kvDtypeId == "q8_0" || setup.kvDtypeId == "q4_0")
-            out.push_back({FitLimit::EngineKvDtype, "vLLM has no " + setup.kvDtypeId
-                                                        + " KV cache (--kv-cache-dtype: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2; vllm/config/cache.py)"});
+        const std::string& kv = setup.kvDtypeId;
+        const bool newer = kv == "fp8_per_token_head" || kv == "int8_per_token_head" || kv == "nvfp4";
+        if (!kvDtypeAccepted(kv, {"fp8", "fp8_e4m3", "fp8_e5m2"}) && !newer)
+            out.push_back({FitLimit::EngineKvDtype, "vLLM has no " + kv
+                                                        + " KV cache (--kv-cache-dtype: auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, "
+                                                          "fp8_per_token_head, int8_per_token_head, nvfp4; vllm/config/cache.py)"});
+        const std::string version = appliedEngineVersion(r.engine);
+        if (newer && compareVersions(version, "0.20.0") < 0)
+            out.push_back({FitLimit::EngineKvDtype, "vLLM " + version + " has no " + kv + " KV cache (vllm/config/cache.py "
+                                                    "CacheDType: it came after v0.19, with "
+                                                    + (kv == "nvfp4" ? std::string("PR 40177") : std::string("PR 38378"))
+                                                    + "); plan with --engine vllm@0.20 or later"});
+        else if (newer && r.model.architecture && r.model.architecture->mla.cachesLatent())
+            out.push_back({FitLimit::EngineKvDtype, "vLLM's MLA cache (MLAAttentionSpec) has no " + kv
+                                                    + " layout: an MLA model takes fp8 or fp8_ds_mla (vllm/v1/kv_cache_interface.py)"});
         return out;
     }
 
@@ -278,6 +300,9 @@ public:
                                              ? " (holds the CUDA context: vLLM counts only what its profile run adds)"
                                              : "")));
         billProfileRun(in, rule, b.overheads);
+        if (in.setup.kvDtypeId == "nvfp4")
+            b.notes.push_back("vLLM's nvfp4 KV cache runs on Blackwell SM100 (FlashInfer trtllm-gen, PR 40177); the card's "
+                              "compute capability is not checked here");
 
         const std::uint64_t blockTokens = in.setup.paging.blockTokens;
         if (const std::optional<std::uint64_t> fixed = in.settings.integer("kv-cache-memory-bytes");

@@ -21,14 +21,21 @@
 namespace headroom {
 
 /// A KV cache element type: `blockElements` values stored in `blockBytes` bytes
-/// (fp16 1/2, fp8 1/1, llama.cpp q8_0 32/34 = 1.0625 B/value, q4_0 32/18).
+/// (fp16 1/2, fp8 1/1, llama.cpp q8_0 32/34 = 1.0625 B/value, q4_0 32/18, vLLM nvfp4 16/9), plus
+/// `headScaleBytes` of scale per token, head and side (K or V): vLLM's per-token-head caches keep one
+/// fp32 scale for each (vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes adds
+/// 2 x block_size x num_kv_heads x 4 B when kv_quant_mode.is_per_token_head; vLLM commit 001cabc1).
 struct KvDtype {
     std::string id;                ///< "fp16", "bf16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2", "q8_0", "q4_0", ...
     std::uint32_t blockElements = 1;
     std::uint32_t blockBytes = 2;
+    std::uint32_t headScaleBytes = 0; ///< scale bytes per token, KV head and side (fp8/int8_per_token_head: 4)
 
     /// Bytes of one row of @p elements values: ceil(elements / block) * blockBytes.
     std::uint64_t rowBytes(std::uint64_t elements) const;
+    /// Bytes of one token's row of @p heads heads of @p headDim values, scales included:
+    /// rowBytes(heads x headDim) + heads x headScaleBytes.
+    std::uint64_t headsRowBytes(std::uint64_t heads, std::uint64_t headDim) const;
     /// Bytes per value, for display (1.0625 for q8_0).
     double bytesPerValue() const { return static_cast<double>(blockBytes) / blockElements; }
 };

@@ -34,6 +34,13 @@ struct MeasuredOverheads {
     std::string source;                        ///< what measured them (a calibration's name); the plan names it in its notes
 };
 
+/// A draft model for speculative decoding (`--draft MODEL`): the engine loads its weights beside
+/// the target's and keeps its KV cache for the same context and users (Engine::draftSetting).
+struct DraftRequest {
+    ModelProfile model;
+    WeightFormat format;
+};
+
 /// What to plan.
 struct PlanRequest {
     ModelProfile model;
@@ -65,6 +72,9 @@ struct PlanRequest {
     /// the speed of the layers a split keeps in host memory (speed/splitspeed.h); absent: dual-channel
     /// DDR5-5600 (kDefaultHostBandwidthGBps), said as assumed.
     std::optional<double> hostBandwidthGBps;
+    /// Speculative decoding with a draft model (`--draft MODEL`): its weights and its KV cache join
+    /// the bill of an engine that runs one; an engine that does not is refused it.
+    std::optional<DraftRequest> draft;
     MeasuredOverheads measured;
     SpeedCalibration speedCalibration;            ///< measured bandwidth/compute for the speed figures
     /// The engine's own settings as typed (`--set KEY=VALUE`), spelled as the engine spells them
@@ -94,8 +104,12 @@ struct PlanResult {
     Bytes weightsBytes;                       ///< on the busiest device
     std::map<std::string, Bytes> weightsByRole; ///< whole model (before sharding)
     bool weightsExact = false;                ///< sized from the model's own files
-    KvLayout kv;                              ///< per device
-    Bytes kvBytesPerToken;                    ///< kv_bytes_per_token per device
+    KvLayout kv;                              ///< per device (the draft model's layers included)
+    Bytes kvBytesPerToken;                    ///< kv_bytes_per_token per device (the draft model's included)
+    std::string draftModelId;                 ///< the draft model of speculative decoding ("" = none)
+    std::string draftFormatId;
+    Bytes draftWeightsBytes;                  ///< its weights on the busiest device (inside weightsBytes)
+    Bytes draftKvBytesPerToken;               ///< its KV per token per device (inside kvBytesPerToken)
     Paging paging;
     std::uint64_t ubatchTokens = 0;
     bool flashAttention = true;

@@ -48,6 +48,13 @@ struct EngineSetup {
     std::string kvDtypeVId;                     ///< the V cache dtype when it differs (llama.cpp -ctv); "" = kvDtypeId
 };
 
+/// How an engine runs a draft model for speculative decoding (`--draft MODEL`).
+struct DraftSupport {
+    std::string setting;       ///< its own setting that loads one (vLLM --speculative-config, llama.cpp -md); empty = not priced
+    std::string whyNot;        ///< when setting is empty: why the plan is refused the draft ("has no ...")
+    bool sixteenBitKv = false; ///< the draft's KV cache stays 16-bit whatever the target's (llama.cpp -ctkd/-ctvd default f16)
+};
+
 /// What the planner hands the engine for its bill.
 struct EngineInputs {
     const PlanRequest& request;     ///< card, policy (profile of the version), measured figures
@@ -85,6 +92,8 @@ public:
     /// Whether it can keep some layers in host memory (llama.cpp -ngl, Ollama num_gpu); an engine
     /// that cannot refuses PlanRequest::gpuLayers below all layers, saying so.
     virtual bool offloadsLayers() const { return false; }
+    /// How it runs a draft model for speculative decoding (PlanRequest::draft).
+    virtual DraftSupport draftSupport() const { return {{}, "has no speculative decoding with a draft model", false}; }
 };
 
 /// The unit of @p kind (a static instance; never null).
