@@ -69,6 +69,22 @@ public:
         return true;
     }
 
+    /// A number in [minimum, maximum]. Absent: error when @p required, else untouched.
+    bool numberValue(const char* name, double& out, bool required, double minimum, double maximum)
+    {
+        if (!has(name))
+            return required ? fail(name, "missing required key") : true;
+        const json& v = at(name);
+        if (!v.is_number())
+            return fail(name, std::string("expected a number, found ") + describe(v));
+        const double value = v.get<double>();
+        if (!(value >= minimum && value <= maximum))
+            return fail(name, "expected a number in " + json(minimum).dump() + ".." + json(maximum).dump() + ", found "
+                                  + v.dump());
+        out = value;
+        return true;
+    }
+
     /// A boolean (always required).
     bool boolValue(const char* name, bool& out)
     {
@@ -240,6 +256,14 @@ bool readHybrid(const json& j, const std::string& pointer, std::uint32_t layers,
         && l.unsignedValue("conv_kernel", h.linear.convKernel, true, 1);
 }
 
+bool readRopeScaling(const json& j, const std::string& pointer, RopeScaling& rs, std::string& key, std::string& message)
+{
+    ObjectReader r(j, pointer, key, message);
+    return r.checkObject({"type", "factor", "original_context_length"}) && r.stringValue("type", rs.type)
+        && r.numberValue("factor", rs.factor, false, 1.0, 1024.0)
+        && r.unsignedValue("original_context_length", rs.originalContextLength, false, 1);
+}
+
 bool readVision(const json& j, const std::string& pointer, VisionConfig& v, std::string& key, std::string& message)
 {
     ObjectReader r(j, pointer, key, message);
@@ -271,7 +295,7 @@ bool architectureFromJson(const nlohmann::json& j, Architecture& out, std::strin
                         "intermediate_size", "vocab_size", "tied_embeddings", "qkv_bias", "output_proj_bias",
                         "mlp_bias", "qk_norm", "norm", "mlp",
                         "norms_per_layer", "position_embedding_rows", "context_length", "kv_heads_per_layer",
-                        "value_head_dim", "moe", "mla", "sliding_window", "vision", "hybrid"}))
+                        "value_head_dim", "moe", "mla", "sliding_window", "vision", "hybrid", "rope_scaling"}))
         return false;
 
     std::string norm;
@@ -336,6 +360,9 @@ bool architectureFromJson(const nlohmann::json& j, Architecture& out, std::strin
     if (r.has("vision") && !readVision(r.at("vision"), r.pointer("vision"), a.vision, errorKey, errorMessage))
         return false;
     if (r.has("hybrid") && !readHybrid(r.at("hybrid"), r.pointer("hybrid"), a.layers, a.hybrid, errorKey, errorMessage))
+        return false;
+    if (r.has("rope_scaling")
+        && !readRopeScaling(r.at("rope_scaling"), r.pointer("rope_scaling"), a.ropeScaling, errorKey, errorMessage))
         return false;
 
     out = std::move(a);
@@ -429,6 +456,11 @@ nlohmann::json architectureToJson(const Architecture& a)
             j["vision"]["temporal_patch_size"] = v.temporalPatchSize;
         if (v.mergeSize != 1)
             j["vision"]["merge_size"] = v.mergeSize;
+    }
+    if (a.ropeScaling.enabled()) {
+        j["rope_scaling"] = {{"type", a.ropeScaling.type}, {"factor", a.ropeScaling.factor}};
+        if (a.ropeScaling.originalContextLength > 0)
+            j["rope_scaling"]["original_context_length"] = a.ropeScaling.originalContextLength;
     }
     return j;
 }

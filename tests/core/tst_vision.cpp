@@ -169,6 +169,23 @@ TEST_CASE("vision_config of an unknown multimodal family is reported, not priced
     CHECK(warned);
 }
 
+TEST_CASE("rope_scaling of the text config is kept for the engines' rotary caches", "[vision]")
+{
+    // google/gemma-3-4b-it config.json text_config (abridged): rope_scaling linear factor 8.
+    const Architecture a = parsed(R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text",
+        "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208, "max_position_embeddings": 131072,
+        "sliding_window": 1024, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}})");
+    CHECK(a.ropeScaling.type == "linear");
+    CHECK(a.ropeScaling.factor == 8.0);
+    CHECK(a.ropeScaling.originalContextLength == 0);
+    // A factor out of 1..1024 or an odd type is not kept (the trained context is unchanged either way).
+    const Architecture odd = parsed(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 4096,
+        "rope_scaling": {"rope_type": "linear", "factor": 1e9}})");
+    CHECK_FALSE(odd.ropeScaling.enabled());
+}
+
 TEST_CASE("vision_config values are bounded", "[vision]")
 {
     auto cfg = parseHfConfig(R"({"model_type": "qwen2_vl", "hidden_size": 64, "intermediate_size": 128,

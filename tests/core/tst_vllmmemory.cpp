@@ -191,6 +191,24 @@ TEST_CASE("vLLM V0's profile peak is the forward pass of max_model_len tokens", 
     CHECK(rotaryCacheBytes(llama, 2).value == 131'072ull * 128 * 2);
 }
 
+TEST_CASE("vLLM's rotary caches follow rope_scaling, and Gemma 3 keeps two", "[vllm]")
+{
+    // Gemma 3 4B: the local table 131,072 x 256 and the global linear-x8 table 1,048,576 x 256, bf16.
+    const Architecture gemma = model("gemma-3-4b");
+    REQUIRE(gemma.ropeScaling.type == "linear");
+    CHECK(rotaryCacheBytes(gemma, 2).value == (131'072ull + 1'048'576ull) * 256 * 2);
+    // The printed model loading of vLLM 0.19 (8.58 GiB) is the weights plus both tables.
+    // YaRN: original_max_position_embeddings x factor rows (DeepSeek-V2: 4,096 x 40 = 163,840).
+    Architecture yarn = model("llama-3.1-8b");
+    yarn.ropeScaling = RopeScaling{"yarn", 4.0, 32768};
+    CHECK(rotaryCacheBytes(yarn, 2).value == 131'072ull * 128 * 2);
+    // llama3 scaling keeps max_position_embeddings rows.
+    yarn.ropeScaling = RopeScaling{"llama3", 8.0, 8192};
+    CHECK(rotaryCacheBytes(yarn, 2).value == 131'072ull * 128 * 2);
+    yarn.ropeScaling = RopeScaling{"dynamic", 2.0, 0};
+    CHECK(rotaryCacheBytes(yarn, 2).value == 262'144ull * 128 * 2);
+}
+
 TEST_CASE("vLLM non-torch memory per rank by version and parallelism", "[vllm]")
 {
     const Bytes single{268'435'456};

@@ -129,10 +129,28 @@ ProfilePeak profilePeak(const Architecture& a, const ProfileShape& s)
     return p;
 }
 
+std::uint64_t rotaryCacheRows(const Architecture& a)
+{
+    const RopeScaling& rs = a.ropeScaling;
+    const bool extends = rs.type == "linear" || rs.type == "dynamic" || rs.type == "yarn" || rs.type == "deepseek_yarn";
+    if (!extends || rs.factor <= 1.0)
+        return a.contextLength;
+    const bool yarn = rs.type == "yarn" || rs.type == "deepseek_yarn";
+    const std::uint64_t base = yarn && rs.originalContextLength > 0 ? rs.originalContextLength : a.contextLength;
+    return static_cast<std::uint64_t>(static_cast<double>(base) * rs.factor);
+}
+
 Bytes rotaryCacheBytes(const Architecture& a, std::uint32_t activationBytes)
 {
     const std::uint64_t rotaryDim = a.mla.kvLoraRank > 0 ? a.mla.qkRopeHeadDim : a.headDim;
-    return Bytes{mul(mul(a.contextLength, rotaryDim), activationBytes)};
+    const std::uint64_t rows = rotaryCacheRows(a);
+    std::uint64_t cache = mul(mul(rows, rotaryDim), activationBytes);
+    // Gemma 3 (model_executor/models/gemma3.py Gemma3Attention): the sliding layers take their own
+    // rotary embedding, rope_local_base_freq with rope_scaling {"rope_type": "default"}, the global
+    // layers config.rope_scaling; get_rope keys its cache on both, so there are two tables.
+    if (a.family == "gemma3" && a.sliding.enabled() && rows != a.contextLength)
+        cache = add(cache, mul(mul(a.contextLength, rotaryDim), activationBytes));
+    return Bytes{cache};
 }
 
 std::uint32_t samplerExtraBytesPerEntry(const std::string& version)

@@ -4,6 +4,7 @@
 #include "jsonutil.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace headroom {
@@ -438,6 +439,15 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
         JsonObject r(*rs, file, c.path("rope_scaling"));
         const std::string type = r.stringOf("rope_type").value_or(r.stringOf("type").value_or(""));
         const double factor = r.numberOf("factor").value_or(1.0);
+        // Kept when bounded (a plain id, factor 1..1024): it sizes the engines' rotary caches.
+        const bool plainType = !type.empty() && type.size() <= 32
+            && std::all_of(type.begin(), type.end(), [](unsigned char ch) { return std::isalnum(ch) || ch == '_' || ch == '-'; });
+        if (plainType && factor >= 1.0 && factor <= 1024.0) {
+            a.ropeScaling.type = type;
+            a.ropeScaling.factor = factor;
+            if (auto original = r.uintOf("original_max_position_embeddings"); original && *original > 0 && *original <= (1ull << 36))
+                a.ropeScaling.originalContextLength = *original;
+        }
         if ((type == "linear" || type == "dynamic") && factor > 1.0)
             warnings.push_back("rope_scaling " + type + " factor " + std::to_string(factor) +
                                ": max_position_embeddings " + std::to_string(out.contextLength) +

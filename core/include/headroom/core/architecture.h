@@ -118,6 +118,19 @@ struct HybridConfig {
     bool isRecurrent(std::uint32_t i) const { return mixerOf(i) != MixerKind::Attention; }
 };
 
+/// config.json rope_scaling as it sizes an engine's rotary cos/sin tables; the trained context
+/// stays contextLength (max_position_embeddings). vLLM's get_rope (model_executor/layers/
+/// rotary_embedding) caches max_position x factor rows for linear, dynamic and YaRN scaling
+/// (original_max_position_embeddings x factor where the config gives it), max_position rows
+/// otherwise (default, llama3, longrope).
+struct RopeScaling {
+    std::string type;                        ///< rope_type (or type): "linear", "dynamic", "yarn", "llama3", ...; "" = none
+    double factor = 1.0;                     ///< factor (1..1024)
+    std::uint64_t originalContextLength = 0; ///< original_max_position_embeddings; 0 = not given
+
+    bool enabled() const { return !type.empty(); }
+};
+
 /// The vision encoder of a multimodal model; each kind has its own tensor list (parameters.cpp,
 /// named after transformers' modeling files) and its own projector into the language model.
 enum class VisionKind {
@@ -202,6 +215,7 @@ struct Architecture {
     SlidingWindowConfig sliding;
     VisionConfig vision;                  ///< vision tower + projector; kind None for text-only models
     HybridConfig hybrid;                  ///< per-layer mixers (linear attention); empty for plain transformers
+    RopeScaling ropeScaling;              ///< rope_scaling; type "" for none
 
     /// H_kv of layer @p i.
     std::uint32_t kvHeadsOf(std::uint32_t i) const

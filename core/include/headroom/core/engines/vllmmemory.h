@@ -144,8 +144,13 @@ struct ProfilePeak {
 ProfilePeak profilePeak(const Architecture& arch, const ProfileShape& shape);
 
 /// The rotary cos/sin cache vLLM builds while loading (rotary_embedding.py RotaryEmbedding:
-/// max_position_embeddings x rotary_dim in the model dtype, one per process; "Model loading
-/// took" includes it): 32 MiB for Llama-3.1-8B (131,072 x 128 x 2 B).
+/// rows x rotary_dim in the model dtype, one per distinct get_rope key; "Model loading took"
+/// includes it): 32 MiB for Llama-3.1-8B (131,072 x 128 x 2 B). rows = max_position_embeddings,
+/// times the factor for linear and dynamic rope_scaling (LinearScalingRotaryEmbedding,
+/// DynamicNTKScalingRotaryEmbedding: max_position x scaling_factor) and YaRN (original_max_position
+/// x factor, YaRNScalingRotaryEmbedding / DeepseekScalingRotaryEmbedding). Gemma 3 builds two:
+/// the sliding layers' unscaled one and the global layers' scaled one (gemma3.py), 576 MiB for
+/// Gemma 3 4B (131,072 x 256 x 2 B + 1,048,576 x 256 x 2 B with linear factor 8).
 Bytes rotaryCacheBytes(const Architecture& arch, std::uint32_t activationBytes);
 
 /// Non-torch memory the rule subtracts per rank of @p version, when no measured figure is given:
