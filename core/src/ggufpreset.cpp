@@ -23,6 +23,11 @@ enum Ftype : std::uint32_t {
     IQ4_XS = 30, IQ1_M = 31, MXFP4_MOE = 38,
 };
 
+/// llama.cpp build 1971 (1182cf4d, 2024-01-26): its get_k_quant_type sends every IQ2_XXS/IQ2_XS
+/// tensor but output, attn_v, the first eighth of ffn_down and token_embd to the default type, so
+/// an 8-expert model's attn_k and attn_output stay IQ2 (the Q4_K/Q5_K bumps came later).
+constexpr std::uint32_t kIq2RulesJan2024 = 1971;
+
 const std::vector<GgufPreset> kPresets = {
     {"Q4_0", Q4_0, kQ4_0, false},       {"Q4_1", Q4_1, kQ4_1, false},
     {"Q5_0", Q5_0, kQ5_0, false},       {"Q5_1", Q5_1, kQ5_1, false},
@@ -38,6 +43,8 @@ const std::vector<GgufPreset> kPresets = {
     {"IQ3_XS", IQ3_XS, kIQ3_S, true},   {"IQ3_S", IQ3_S, kIQ3_S, true},
     {"IQ3_M", IQ3_M, kIQ3_S, true},     {"IQ4_NL", IQ4_NL, kIQ4_NL, true},
     {"IQ4_XS", IQ4_XS, kIQ4_XS, true},  {"MXFP4_MOE", MXFP4_MOE, kMXFP4, false},
+    // Dated rules (GgufPreset::rulesBuild): the IQ2 presets as the quantizer of January 2024 wrote them.
+    {"IQ2_XXS", IQ2_XXS, kIQ2_XXS, true, kIq2RulesJan2024}, {"IQ2_XS", IQ2_XS, kIQ2_XS, true, kIq2RulesJan2024},
 };
 
 std::uint32_t blockOf(std::uint32_t type)
@@ -92,17 +99,19 @@ std::uint32_t tokenEmbdType(std::uint32_t f, std::uint32_t type)
     return type;
 }
 
-// The IQ1/IQ2 family's own branch.
+// The IQ1/IQ2 family's own branch; @p jan2024: the IQ2 rules of b1971, without the 8-expert bumps.
 std::uint32_t lowBitType(std::uint32_t f, std::uint32_t type, QuantCategory c, std::int32_t layer,
-                         const QuantModelFacts& m)
+                         const QuantModelFacts& m, bool jan2024)
 {
     const bool s = f == IQ2_S || f == IQ2_M;
     if (c == QuantCategory::AttnV)
         return m.gqa >= 4 || m.experts >= 4 ? kQ4_K : (s ? kIQ3_S : kQ2_K);
-    if (c == QuantCategory::AttnK && m.experts == 8)
-        return kQ4_K;
     if (c == QuantCategory::FfnDown)
         return layer < static_cast<std::int32_t>(m.layers / 8) ? (s ? kIQ3_S : kQ2_K) : type;
+    if (jan2024)
+        return type;
+    if (c == QuantCategory::AttnK && m.experts == 8)
+        return kQ4_K;
     if (c == QuantCategory::AttnOutput) {
         if (m.experts == 8)
             return kQ5_K;
@@ -222,23 +231,37 @@ std::uint32_t fallback(std::uint32_t type, std::uint64_t cols)
 
 const std::vector<GgufPreset>& ggufPresets() { return kPresets; }
 
+std::string ggufPresetId(const GgufPreset& preset)
+{
+    std::string id = asciiLower(preset.name);
+    if (preset.rulesBuild != 0)
+        id += "-b" + std::to_string(preset.rulesBuild);
+    return id;
+}
+
 std::optional<GgufPreset> findGgufPreset(std::string_view nameText)
 {
     std::string name = asciiLower(nameText);
     if (name == "q3_k" || name == "q4_k" || name == "q5_k")
         name += "_m";
     for (const GgufPreset& p : kPresets)
-        if (asciiLower(p.name) == name)
+        if (ggufPresetId(p) == name)
             return p;
     return std::nullopt;
 }
 
-std::optional<GgufPreset> ggufPresetOfFileType(std::uint32_t fileType)
+std::optional<GgufPreset> ggufPresetOfFileType(std::uint32_t fileType, std::uint32_t rulesBuild)
 {
-    for (const GgufPreset& p : kPresets)
-        if (p.fileType == fileType)
+    std::optional<GgufPreset> current;
+    for (const GgufPreset& p : kPresets) {
+        if (p.fileType != fileType)
+            continue;
+        if (rulesBuild != 0 && p.rulesBuild == rulesBuild)
             return p;
-    return std::nullopt;
+        if (p.rulesBuild == 0 && !current)
+            current = p;
+    }
+    return current;
 }
 
 QuantCategory quantCategory(const TensorSpec& t, const Architecture& arch)
@@ -296,7 +319,7 @@ std::uint32_t ggufTensorType(const GgufPreset& preset, QuantCategory c, std::int
     else if (c == QuantCategory::TokenEmbd)
         type = tokenEmbdType(f, type);
     else if (oneOf(f, {IQ2_XXS, IQ2_XS, IQ1_S, IQ2_S, IQ2_M, IQ1_M}))
-        type = lowBitType(f, type, c, layer, m);
+        type = lowBitType(f, type, c, layer, m, preset.rulesBuild != 0 && preset.rulesBuild <= kIq2RulesJan2024);
     else if (c == QuantCategory::AttnV)
         type = attnVType(f, type, layer, m, imatrix);
     else if (c == QuantCategory::AttnK) {

@@ -335,7 +335,7 @@ Priced priceTensor(const TensorSpec& t, const WeightFormat& format)
 // convert_hf_to_gguf.py writes them.
 Priced pricePresetTensor(const TensorSpec& t, const WeightFormat& format, const Architecture& arch)
 {
-    const std::optional<GgufPreset> preset = ggufPresetOfFileType(format.ggufFileType);
+    const std::optional<GgufPreset> preset = ggufPresetOfFileType(format.ggufFileType, format.ggufRulesBuild);
     if (!preset || !t.isMatrix() || t.role == TensorRole::PositionEmbedding)
         return {smallTensorBytes(format, t.elements()), "fp32"};
     const bool expert = t.role == TensorRole::ExpertMatrix && t.name.find("mlp.experts.") != std::string::npos;

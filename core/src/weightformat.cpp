@@ -90,12 +90,15 @@ void appendGgufPresets(std::vector<WeightFormat>& v)
     for (const GgufPreset& p : ggufPresets()) {
         const formats::GgmlType* t = formats::ggmlType(p.defaultType);
         WeightFormat f;
-        f.id = asciiLower(p.name);
+        f.id = ggufPresetId(p);
         for (std::size_t i = 0; i < plainCount; ++i)
-            if (v[i].id == f.id)
+            if (v[i].id == asciiLower(p.name)) // a dated rule is prefixed as its undated preset is
                 f.id = "gguf-" + f.id;
-        f.description = std::string("GGUF ") + p.name + " as llama-quantize writes it: " + t->name
-            + " with the quantizer's per-tensor upgrades (output, attn_v, ffn_down, ...)";
+        f.description = std::string("GGUF ") + p.name
+            + (p.rulesBuild != 0 ? " as llama-quantize wrote it at build " + std::to_string(p.rulesBuild) + ": "
+                                 : std::string(" as llama-quantize writes it: "))
+            + t->name + " with the quantizer's per-tensor upgrades (output, attn_v, ffn_down, ...)";
+        f.ggufRulesBuild = p.rulesBuild;
         f.kind = FormatKind::Ggml;
         f.bits = 0;
         f.ggmlType = t->id;

@@ -256,3 +256,33 @@ TEST_CASE("presets get the tensor types real llama-quantize gives them", "[ggufp
     }
     CHECK(compared >= 9 * 14);
 }
+
+TEST_CASE("a dated rule: IQ2_XXS as the quantizer of January 2024 wrote it", "[ggufpreset]")
+{
+    // llama.cpp b1971 (ggerganov/llama.cpp 1182cf4d, get_k_quant_type): every IQ2_XXS tensor but
+    // output (Q5_K), attn_v (Q4_K for 8 experts), the first eighth of ffn_down and token_embd (Q2_K)
+    // takes the default type; today's rules also give an 8-expert model's attn_k Q4_K and
+    // attn_output Q5_K.
+    const std::optional<WeightFormat> dated = findFormat("gguf-iq2_xxs-b1971");
+    REQUIRE(dated);
+    CHECK(dated->ggufFileType == 19);
+    CHECK(dated->ggufRulesBuild == 1971);
+    CHECK(dated->id == "gguf-iq2_xxs-b1971"); // prefixed as its undated preset is
+    CHECK(findFormat("gguf-iq2_xxs")->ggufRulesBuild == 0);
+    CHECK(ggufPresetOfFileType(19)->rulesBuild == 0);       // the file type alone: today's rules
+    CHECK(ggufPresetOfFileType(19, 1971)->rulesBuild == 1971);
+    CHECK(ggufPresetOfFileType(19, 4000)->rulesBuild == 0);  // a build no dated rule covers
+
+    const Architecture mixtral = profileArch("mixtral-8x7b");
+    const auto now = typeCounts(mixtral, *findFormat("gguf-iq2_xxs"));
+    const auto then = typeCounts(mixtral, *dated);
+    // 32 attn_k (Q4_K today) and 32 attn_output (Q5_K today) go back to IQ2_XXS.
+    CHECK(now.at("q4_k") - then.at("q4_k") == 32);
+    CHECK(now.at("q5_k") - then.at("q5_k") == 32);
+    CHECK(then.at("iq2_xxs") - now.at("iq2_xxs") == 64);
+    // The run's own "CPU buffer size = 11712.97 MiB" (llama.cpp#5137, build 1971) within 0.5 %.
+    const double real = 11712.97 * kMebi;
+    const double predicted = static_cast<double>(priceWeights(mixtral, *dated).totalBytes.value);
+    INFO("Mixtral-8x7B IQ2_XXS b1971: printed " << real << " B, predicted " << predicted << " B");
+    CHECK(std::abs(predicted - real) / real < 0.005);
+}

@@ -33,19 +33,30 @@ struct GgufPreset {
     std::uint32_t fileType;     ///< `enum llama_ftype` value, as stored in general.file_type (Q4_K_M = 15)
     std::uint32_t defaultType;  ///< GGML type id every other tensor gets (`llama_ftype_get_default_type`)
     bool assumesImatrix;        ///< rules read `has_imatrix`: true for the IQ presets (published with one)
+    /// 0: the rules of today's quantizer (the name-matching form of 2024-2025 above). N: the rules
+    /// as llama-quantize had them at build N, for files written then (a dated rule): IQ2_XXS and
+    /// IQ2_XS at b1971 (llama.cpp get_k_quant_type, read at ggerganov/llama.cpp 1182cf4d, January
+    /// 2024) did not yet give the 8-expert models' attn_k Q4_K and attn_output Q5_K.
+    std::uint32_t rulesBuild = 0;
 };
+
+/// The preset's id as formats list it: the lower-case name, with "-bN" for a dated rule
+/// ("iq2_xxs", "iq2_xxs-b1971").
+std::string ggufPresetId(const GgufPreset& preset);
 
 /// Every preset Headroom prices: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q2_K_S, Q3_K_S/M/L,
 /// Q4_K_S/M, Q5_K_S/M, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, IQ3_S,
 /// IQ3_M, IQ4_NL, IQ4_XS, MXFP4_MOE.
 const std::vector<GgufPreset>& ggufPresets();
 
-/// Finds a preset by llama-quantize name, case-insensitive ("q4_k_m", "Q6_K"); also the
-/// llama-quantize aliases Q3_K = Q3_K_M, Q4_K = Q4_K_M, Q5_K = Q5_K_M. nullopt if unknown.
+/// Finds a preset by llama-quantize name, case-insensitive ("q4_k_m", "Q6_K"), or a dated one by
+/// its id ("iq2_xxs-b1971"); also the llama-quantize aliases Q3_K = Q3_K_M, Q4_K = Q4_K_M,
+/// Q5_K = Q5_K_M. nullopt if unknown.
 std::optional<GgufPreset> findGgufPreset(std::string_view name);
 
-/// The preset of a `general.file_type` value, nullopt for F32/F16/BF16 and unknown values.
-std::optional<GgufPreset> ggufPresetOfFileType(std::uint32_t fileType);
+/// The preset of a `general.file_type` value with the rules of @p rulesBuild (0: today's; a build
+/// no dated rule covers gets today's), nullopt for F32/F16/BF16 and unknown values.
+std::optional<GgufPreset> ggufPresetOfFileType(std::uint32_t fileType, std::uint32_t rulesBuild = 0);
 
 /// What a tensor is to the quantizer (llama-quant.cpp `tensor_get_category`).
 enum class QuantCategory {

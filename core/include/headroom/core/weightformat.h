@@ -49,6 +49,9 @@ struct WeightFormat {
     /// = 15). The tensors then get the mix of types llama.cpp's quantizer assigns (priced with the
     /// architecture in parameters.h); ggmlType/ggmlBlockSize/ggmlTypeSize describe its default type.
     std::uint32_t ggufFileType = 0;
+    /// The preset's dated rules (GgufPreset::rulesBuild): 0 for today's quantizer, N for the rules
+    /// of llama.cpp build N ("iq2_xxs-b1971").
+    std::uint32_t ggufRulesBuild = 0;
     /// bytes per element of tensors this format leaves unquantized (norms, biases; embeddings
     /// and lm_head for the GPU quantization formats): 2 (fp16) or 4 (GGUF keeps norms in f32).
     std::uint32_t smallTensorBytes = 2;
