@@ -248,11 +248,14 @@ const char* const kFormatNames[] = {"fp16", "int8-tensor", "int8-row", "int8-g12
                                     "q8_0", "q4_0", "q4_K", "q6_K", "q8_0-x8", "q4_0-x8"};
 
 void registerAll() {
-    for (const int paged : {0, 1, 2})
-        benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") +
-                                      (paged == 2 ? "paged-in-order" : paged ? "paged" : "contiguous")).c_str(),
-                                     BM_Attention)
-            ->Args({32768, paged, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+    // All threads, and one thread (its CPU time is all the work: the figure to read on a loaded machine).
+    for (const int threads : {0, 1})
+        for (const int paged : {0, 1, 2})
+            benchmark::RegisterBenchmark((std::string("BM_Attention/qwen2.5-0.5b/T32768/") +
+                                          (paged == 2 ? "paged-in-order" : paged ? "paged" : "contiguous") +
+                                          (threads == 1 ? "/threads1" : "/threadsAll")).c_str(),
+                                         BM_Attention)
+                ->Args({32768, paged, threads})->Unit(benchmark::kMillisecond)->UseRealTime();
     const auto gemv = [](int f, int batch, int threads, int shape) {
         std::string name = std::string("BM_Gemv/") + kFormatNames[f] + "/" + kShapes[shape].name + "/B" + std::to_string(batch);
         if (threads == 1)

@@ -326,65 +326,100 @@ inline void gemvRowsInt4(const GemvArgs& args, const float* xNat, const std::int
     }
 }
 
-/// attentionPairs for D a multiple of 8: the same tiles and online softmax, with the score dots
-/// and the weighted V sum in AVX2 registers (the V accumulators stay in registers over a tile).
-inline void attentionPairs8(const DecodeAttentionArgs& args, std::uint64_t begin, std::uint64_t end) {
+/// Prefetches (into L2) every cache line of the K or V rows of tokens [t0, t0 + n), run by run.
+inline void prefetchTile(const DecodeAttentionArgs& args, const std::uint16_t* base, std::uint32_t b, std::uint32_t kvHead,
+                         std::uint32_t t0, std::uint32_t n) {
+    const std::uint64_t D = args.headDim;
+    detail::forKvRuns(args, base, b, kvHead, t0, n, [&](std::uint32_t, const std::uint16_t* src, std::uint32_t count) {
+        const char* p = reinterpret_cast<const char*>(src);
+        for (std::uint64_t at = 0; at < count * D * 2; at += 64)
+            _mm_prefetch(p + at, _MM_HINT_T1);
+    });
+}
+
+/// attentionSpan's scratch: decoded rows of one tile, and the scores of one KV head's G query heads.
+struct AttentionScratch {
+    std::vector<float> rows, scores;
+    AttentionScratch(std::uint32_t D, std::uint32_t G)
+        : rows(std::uint64_t{kAttentionTile} * D), scores(std::uint64_t{G} * kAttentionTile) {}
+};
+
+/// One tile, tokens [t0, t0 + n) of sequence b, for the G query heads of @p kvHead: scores,
+/// running-max update and rescale (Milakov & Gimelshein 2018), exp, weighted V sum into the
+/// head's partial (q: scaled queries [G][D]; partial: [G][D + 2] = acc[D], max, sum).
+inline void attendTile(const DecodeAttentionArgs& args, std::uint32_t b, std::uint32_t kvHead, std::uint32_t t0,
+                       std::uint32_t n, const float* q, float* partial, AttentionScratch& scratch) {
     const std::uint32_t D = args.headDim;
     const std::uint32_t G = args.numHeads / args.numKvHeads;
-    const std::uint32_t vectors = D / 8;
-    const float scale = args.effectiveScale();
-    std::vector<float> q(std::uint64_t{G} * D), acc(std::uint64_t{G} * D);
-    std::vector<float> rows(std::uint64_t{kAttentionTile} * D);
-    std::vector<float> scores(std::uint64_t{G} * kAttentionTile);
-    std::vector<float> maxScore(G), sum(G);
-    for (std::uint64_t pair = begin; pair < end; ++pair) {
-        const auto b = static_cast<std::uint32_t>(pair / args.numKvHeads);
-        const auto kvHead = static_cast<std::uint32_t>(pair % args.numKvHeads);
-        const std::uint32_t tokens = static_cast<std::uint32_t>(args.seqLens[b]);
-        decodeHalves(args.q + (std::uint64_t{b} * args.numHeads + std::uint64_t{kvHead} * G) * D, q.data(), G * D);
-        for (float& x : q)
-            x *= scale;
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        std::fill(maxScore.begin(), maxScore.end(), -std::numeric_limits<float>::infinity());
-        std::fill(sum.begin(), sum.end(), 0.0f);
-        for (std::uint32_t t0 = 0; t0 < tokens; t0 += kAttentionTile) {
-            const std::uint32_t n = std::min(kAttentionTile, tokens - t0);
-            decodeTile(args, args.k, b, kvHead, t0, n, rows.data());
-            for (std::uint32_t g = 0; g < G; ++g) {
-                float* sc = scores.data() + std::uint64_t{g} * kAttentionTile;
-                const float* qg = q.data() + std::uint64_t{g} * D;
-                float tileMax = -std::numeric_limits<float>::infinity();
-                for (std::uint32_t i = 0; i < n; ++i) {
-                    sc[i] = dot8(qg, rows.data() + std::uint64_t{i} * D, vectors);
-                    tileMax = std::max(tileMax, sc[i]);
-                }
-                const float newMax = std::max(maxScore[g], tileMax);
-                if (newMax > maxScore[g]) {
-                    const float correction = std::exp(maxScore[g] - newMax);
-                    float* a = acc.data() + std::uint64_t{g} * D;
-                    for (std::uint32_t d = 0; d < D; ++d)
-                        a[d] *= correction;
-                    sum[g] *= correction;
-                    maxScore[g] = newMax;
-                }
-                for (std::uint32_t i = 0; i < n; ++i)
-                    sc[i] -= newMax;
-                expInPlace(sc, n);
-                float tileSum = 0.0f;
-                for (std::uint32_t i = 0; i < n; ++i)
-                    tileSum += sc[i];
-                sum[g] += tileSum;
-            }
-            decodeTile(args, args.v, b, kvHead, t0, n, rows.data());
-            for (std::uint32_t g = 0; g < G; ++g)
-                weightedSumAll(acc.data() + std::uint64_t{g} * D, scores.data() + std::uint64_t{g} * kAttentionTile, rows.data(), n, D);
+    const std::uint64_t stride = std::uint64_t{D} + 2;
+    float* rows = scratch.rows.data();
+    decodeTile(args, args.k, b, kvHead, t0, n, rows);
+    for (std::uint32_t g = 0; g < G; ++g) {
+        float* sc = scratch.scores.data() + std::uint64_t{g} * kAttentionTile;
+        const float* qg = q + std::uint64_t{g} * D;
+        float* a = partial + g * stride;
+        float& maxScore = a[D];
+        float& sum = a[D + 1];
+        float tileMax = -std::numeric_limits<float>::infinity();
+        for (std::uint32_t i = 0; i < n; ++i) {
+            sc[i] = dot8(qg, rows + std::uint64_t{i} * D, D / 8);
+            tileMax = std::max(tileMax, sc[i]);
         }
-        for (std::uint32_t g = 0; g < G; ++g) {
-            float* out = args.out + (std::uint64_t{b} * args.numHeads + std::uint64_t{kvHead} * G + g) * D;
-            const float inv = 1.0f / sum[g];
+        const float newMax = std::max(maxScore, tileMax);
+        if (newMax > maxScore) {
+            const float correction = std::exp(maxScore - newMax); // 0 on the first tile
             for (std::uint32_t d = 0; d < D; ++d)
-                out[d] = acc[std::uint64_t{g} * D + d] * inv;
+                a[d] *= correction;
+            sum *= correction;
+            maxScore = newMax;
         }
+        for (std::uint32_t i = 0; i < n; ++i)
+            sc[i] -= newMax;
+        expInPlace(sc, n);
+        float tileSum = 0.0f;
+        for (std::uint32_t i = 0; i < n; ++i)
+            tileSum += sc[i];
+        sum += tileSum;
+    }
+    decodeTile(args, args.v, b, kvHead, t0, n, rows);
+    for (std::uint32_t g = 0; g < G; ++g)
+        weightedSumAll(partial + g * stride, scratch.scores.data() + std::uint64_t{g} * kAttentionTile, rows, n, D);
+}
+
+/// Decode attention of sequence @p b over the tokens [s0, s1) (a span; D a multiple of 8), all
+/// its KV heads, into @p partial [H][D + 2]: per query head the unnormalized weighted V sum acc[D],
+/// the running max and the sum of exps (merged over spans by mergeAttentionSpans). The tile loop
+/// is outside the KV-head loop, so a paged cache's block ([H_kv][blockTokens][D], every head) is
+/// read whole and back to back, as a contiguous cache's rows are; the tile after next is
+/// prefetched into L2 (a scattered block is where the hardware prefetcher cannot follow).
+inline void attentionSpan8(const DecodeAttentionArgs& args, std::uint32_t b, std::uint32_t s0, std::uint32_t s1,
+                           float* partial, AttentionScratch& scratch, std::vector<float>& q) {
+    const std::uint32_t D = args.headDim;
+    const std::uint32_t H = args.numHeads, Hkv = args.numKvHeads, G = H / Hkv;
+    const std::uint64_t stride = std::uint64_t{D} + 2;
+    decodeHalves(args.q + std::uint64_t{b} * H * D, q.data(), H * D);
+    const float scale = args.effectiveScale();
+    for (float& x : q)
+        x *= scale;
+    for (std::uint32_t h = 0; h < H; ++h) {
+        float* a = partial + h * stride;
+        std::fill(a, a + D, 0.0f);
+        a[D] = -std::numeric_limits<float>::infinity();
+        a[D + 1] = 0.0f;
+    }
+    for (std::uint32_t t0 = s0; t0 < s1; t0 += kAttentionTile) {
+        const std::uint32_t n = std::min(kAttentionTile, s1 - t0);
+        if (t0 + 2 * kAttentionTile < s1) {
+            const std::uint32_t ahead = t0 + 2 * kAttentionTile;
+            const std::uint32_t next = std::min(kAttentionTile, s1 - ahead);
+            for (std::uint32_t kvHead = 0; kvHead < Hkv; ++kvHead) {
+                prefetchTile(args, args.k, b, kvHead, ahead, next);
+                prefetchTile(args, args.v, b, kvHead, ahead, next);
+            }
+        }
+        for (std::uint32_t kvHead = 0; kvHead < Hkv; ++kvHead)
+            attendTile(args, b, kvHead, t0, n, q.data() + std::uint64_t{kvHead} * G * D,
+                       partial + std::uint64_t{kvHead} * G * stride, scratch);
     }
 }
 
@@ -922,6 +957,72 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
     return Status::Ok;
 }
 
+namespace {
+
+/// Tokens [s0, s1) of sequence b: one work item of the span-split decode attention.
+struct AttentionSpan {
+    std::uint32_t b, s0, s1;
+};
+
+/// Fewest tokens a span gets when a sequence is split over threads (the merge costs one pass over
+/// H x D floats a span; a span of 256 tokens reads 256 x H_kv x D x 4 bytes of K and V).
+constexpr std::uint32_t kMinSpanTokens = 256;
+
+/// The work items of decodeAttentionCpu: the tokens of every sequence in spans of about
+/// total / workers tokens (whole tiles, at least kMinSpanTokens), so one long sequence is split
+/// over the threads (as flash-decoding splits the KV sequence) and many sequences are one span
+/// each.
+std::vector<AttentionSpan> attentionSpans(const DecodeAttentionArgs& args, unsigned threads) {
+    std::uint64_t total = 0;
+    for (std::uint32_t b = 0; b < args.batch; ++b)
+        total += static_cast<std::uint32_t>(args.seqLens[b]);
+    const unsigned workers = detail::workerCount(threads, total);
+    const std::uint64_t share = (total + workers - 1) / workers;
+    const std::uint64_t tiles = (share + portable::kAttentionTile - 1) / portable::kAttentionTile;
+    const auto spanTokens = static_cast<std::uint32_t>(
+        std::max<std::uint64_t>(kMinSpanTokens, std::min<std::uint64_t>(tiles * portable::kAttentionTile, args.maxSeqTokens())));
+    std::vector<AttentionSpan> spans;
+    for (std::uint32_t b = 0; b < args.batch; ++b) {
+        const auto tokens = static_cast<std::uint32_t>(args.seqLens[b]);
+        for (std::uint32_t s0 = 0; s0 < tokens; s0 += spanTokens)
+            spans.push_back({b, s0, std::min(tokens, s0 + spanTokens)});
+    }
+    return spans;
+}
+
+/// out[b][h] = (sum over b's spans of acc e^(max - M)) / (sum of sum e^(max - M)), M the largest
+/// max: the spans' partials [H][D + 2] (acc[D], max, sum; attentionSpan8) merged per query head.
+void mergeAttentionSpans(const DecodeAttentionArgs& args, const std::vector<AttentionSpan>& spans, const float* partials) {
+    const std::uint32_t D = args.headDim, H = args.numHeads;
+    const std::uint64_t headStride = std::uint64_t{D} + 2, spanStride = H * headStride;
+    for (std::size_t first = 0; first < spans.size();) {
+        std::size_t last = first;
+        while (last < spans.size() && spans[last].b == spans[first].b)
+            ++last;
+        for (std::uint32_t h = 0; h < H; ++h) {
+            float* out = args.out + (std::uint64_t{spans[first].b} * H + h) * D;
+            float maxScore = -std::numeric_limits<float>::infinity();
+            for (std::size_t i = first; i < last; ++i)
+                maxScore = std::max(maxScore, partials[i * spanStride + h * headStride + D]);
+            std::fill(out, out + D, 0.0f);
+            float sum = 0.0f;
+            for (std::size_t i = first; i < last; ++i) {
+                const float* p = partials + i * spanStride + h * headStride;
+                const float weight = std::exp(p[D] - maxScore);
+                sum += p[D + 1] * weight;
+                for (std::uint32_t d = 0; d < D; ++d)
+                    out[d] += p[d] * weight;
+            }
+            const float inv = 1.0f / sum;
+            for (std::uint32_t d = 0; d < D; ++d)
+                out[d] *= inv;
+        }
+        first = last;
+    }
+}
+
+} // namespace
+
 bool supportsDecodeAttentionCpu(const DecodeAttentionArgs& args) {
     return validate(args) == Status::Ok;
 }
@@ -932,14 +1033,26 @@ Status decodeAttentionCpu(const DecodeAttentionArgs& args, CpuOptions options) {
     if (Status status = detail::checkKvIndices(args); status != Status::Ok)
         return status;
     const bool useAvx2 = cpuUsesAvx2() && !options.portable;
+#if HEADROOM_CPU_X86
+    if (useAvx2 && args.headDim % 8 == 0) {
+        const std::vector<AttentionSpan> spans = attentionSpans(args, options.threads);
+        const std::uint64_t stride = std::uint64_t{args.numHeads} * (args.headDim + 2);
+        std::vector<float> partials(spans.size() * stride);
+        detail::parallelFor(spans.size(), options.threads, [&](std::uint64_t begin, std::uint64_t end) {
+            avx2::AttentionScratch scratch(args.headDim, args.numHeads / args.numKvHeads);
+            std::vector<float> q(std::uint64_t{args.numHeads} * args.headDim);
+            for (std::uint64_t i = begin; i < end; ++i)
+                avx2::attentionSpan8(args, spans[i].b, spans[i].s0, spans[i].s1, partials.data() + i * stride, scratch, q);
+        });
+        mergeAttentionSpans(args, spans, partials.data());
+        return Status::Ok;
+    }
+#endif
     detail::parallelFor(std::uint64_t{args.batch} * args.numKvHeads, options.threads,
                         [&](std::uint64_t begin, std::uint64_t end) {
 #if HEADROOM_CPU_X86
                             if (useAvx2) {
-                                if (args.headDim % 8 == 0)
-                                    avx2::attentionPairs8(args, begin, end);
-                                else
-                                    avx2::attentionPairs(args, begin, end);
+                                avx2::attentionPairs(args, begin, end);
                                 return;
                             }
 #endif

@@ -29,16 +29,16 @@ constexpr double kAttentionNmse = 1e-9;
 
 /// Runs the same attention problem on both CPU backends, contiguous and paged.
 void checkAttention(std::uint32_t batch, std::uint32_t kvHeads, std::uint32_t ratio, std::uint32_t headDim,
-                    std::uint32_t tokens, std::uint32_t seed) {
+                    std::uint32_t tokens, std::uint32_t seed, unsigned threads = 2) {
     const AttentionProblem p(batch, kvHeads * ratio, kvHeads, headDim, tokens, hk::kDefaultKvBlockTokens, seed);
     std::vector<float> ref(p.outCount()), cpu(p.outCount()), cpuPaged(p.outCount()), refPaged(p.outCount());
     REQUIRE(hk::decodeAttentionRef(p.contiguous(ref.data())) == hk::Status::Ok);
     REQUIRE(hk::decodeAttentionRef(p.paged(refPaged.data())) == hk::Status::Ok);
-    const hk::CpuOptions options{2, seed % 3 == 1}; // portable loops on every third seed
+    const hk::CpuOptions options{threads, seed % 3 == 1}; // portable loops on every third seed
     REQUIRE(hk::decodeAttentionCpu(p.contiguous(cpu.data()), options) == hk::Status::Ok);
     REQUIRE(hk::decodeAttentionCpu(p.paged(cpuPaged.data()), options) == hk::Status::Ok);
     const Comparison c = compare(ref, cpu);
-    INFO("B=" << batch << " H_kv=" << kvHeads << " G=" << ratio << " D=" << headDim << " T=" << tokens
+    INFO("threads=" << threads << " B=" << batch << " H_kv=" << kvHeads << " G=" << ratio << " D=" << headDim << " T=" << tokens
               << " nmse=" << c.nmse);
     if (c.nanFound || c.infMismatch || c.nmse > kAttentionNmse) {
         const std::string path = "tst_kernels_ref-attention-g" + std::to_string(ratio) + "-t" + std::to_string(tokens) + ".txt";
@@ -235,6 +235,19 @@ TEST_CASE("fast CPU decode attention equals the reference; paged equals contiguo
     // Many tiles of 32 tokens, a partial last tile, and the vectorized exp over a long softmax.
     checkAttention(2, 2, 7, 64, 1000, seed++);
     checkAttention(1, 1, 16, 128, 2049, seed++);
+}
+
+TEST_CASE("decode attention split into token spans over threads equals the reference", "[kernels][attention]") {
+    // Spans of at least 256 tokens per thread (flash-decoding's split of the KV sequence), merged
+    // by their maxima: one sequence over 1..8 threads, sequences of other lengths, GQA ratios 1/5/7,
+    // a span end inside a cache block and inside a tile (seeds 0 mod 3: the AVX2 spans).
+    std::uint32_t seed = 1200;
+    for (const unsigned threads : {1u, 3u, 8u}) {
+        checkAttention(1, 2, 7, 64, 2500, seed, threads);
+        checkAttention(3, 2, 5, 128, 1111, seed + 3, threads);
+        checkAttention(2, 3, 1, 64, 777, seed + 6, threads);
+        seed += 9;
+    }
 }
 
 TEST_CASE("the KV cache write puts each new token at seqLen - 1, paged and contiguous", "[kernels][kvappend]") {

@@ -66,9 +66,12 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options = {});
 /// True when decodeAttentionCpu runs @p args (any valid problem).
 bool supportsDecodeAttentionCpu(const DecodeAttentionArgs& args);
 
-/// Decode attention with one online-softmax pass per (sequence, KV head) that serves all G
-/// query heads of the group, so each KV head is read once (shapes in DecodeAttentionArgs).
-/// Errors: InvalidArgument, NotSupported.
+/// Decode attention with an online softmax whose pass over a KV head serves all G query heads
+/// of the group, so each K and V row is read once (shapes in DecodeAttentionArgs). With AVX2 and
+/// D a multiple of 8, the work items are token spans of a sequence (at least 256 tokens, about
+/// total tokens / threads; flash-decoding's split of the KV sequence), each over every KV head
+/// tile by tile, so a paged block is read whole, and merged by their maxima; otherwise one item
+/// per (sequence, KV head). Errors: InvalidArgument, NotSupported.
 Status decodeAttentionCpu(const DecodeAttentionArgs& args, CpuOptions options = {});
 
 /// The cache write of KvAppendArgs on the host: every index checked first (InvalidArgument,
