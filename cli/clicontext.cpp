@@ -31,27 +31,24 @@ const ProfileSet* CliContext::profiles()
         return nullptr;
     }
     for (const ProfileError& skipped : loaded->warnings)
-        std::cerr << "headroom-cli: warning: skipped user profile " << toString(skipped) << '\n';
+        std::cerr << "headroom-cli: warning: skipped user profile " << safeText(toString(skipped)) << '\n';
     m_profiles = std::move(*loaded);
     return &*m_profiles;
 }
 
-std::string printable(std::string_view text)
+const CalibrationFolder& CliContext::calibrations()
 {
-    std::string out;
-    for (std::size_t start = 0;;) {
-        const std::size_t end = text.find('\n', start);
-        out += safeText(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-        if (end == std::string_view::npos)
-            return out;
-        out += '\n';
-        start = end + 1;
+    if (!m_calibrations) {
+        m_calibrations = readCalibrationFolder(userProfilesDir());
+        for (const std::string& w : m_calibrations->warnings)
+            std::cerr << "headroom-cli: warning: " << safeText(w) << '\n';
     }
+    return *m_calibrations;
 }
 
 void CliContext::fail(const std::string& message)
 {
-    std::cerr << "headroom-cli: " << printable(message) << '\n';
+    std::cerr << "headroom-cli: " << safeText(message) << '\n';
     exitCode = 1;
 }
 

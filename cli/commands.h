@@ -6,7 +6,9 @@
 //   2  `report --check FILE`: the report drifted from what this build computes
 //   3  with `--check` (plan, table, frontier, speed, flags): some plan does not fit as asked
 
+#include "headroom/core/enginelog/calibration.h"
 #include "headroom/core/profiles.h"
+#include "headroom/core/safetext.h"
 
 #include <CLI/CLI.hpp>
 
@@ -26,6 +28,9 @@ public:
     /// Built-in profiles overlaid by the user's, loaded on first use; nullptr after printing the
     /// error to stderr (exit code 1).
     const ProfileSet* profiles();
+    /// The calibrations saved in the user profiles folder, read on first use; a bad file is
+    /// skipped with one warning on stderr naming it.
+    const CalibrationFolder& calibrations();
     /// Folder of the built-in profiles (--profiles overrides).
     std::filesystem::path profilesDir() const;
     /// The user overlay folder (--user-profiles, else defaultUserProfilesDir()): user profiles and
@@ -46,13 +51,9 @@ public:
 private:
     std::filesystem::path m_executable;
     std::optional<ProfileSet> m_profiles;
+    std::optional<CalibrationFolder> m_calibrations;
     bool m_loadFailed = false;
 };
-
-/// @p text made safe to print on a terminal line by line (safeText: bytes that are not UTF-8
-/// replaced, control characters escaped), its newlines kept. For messages that quote arguments,
-/// paths and file contents.
-std::string printable(std::string_view text);
 
 /// Adds --check to @p cmd: exit 3 when some plan does not fit as asked.
 void addCheckFlag(CLI::App* cmd, CliContext& ctx);

@@ -41,7 +41,7 @@ int main(int argc, char** argv)
         for (const CLI::App* sub : app.get_subcommands({}))
             known = known || sub->check_name(first);
         if (!known) {
-            std::cerr << "headroom-cli: unknown command '" << printable(first) << "'\n\n" << app.help();
+            std::cerr << "headroom-cli: unknown command '" << headroom::safeText(first) << "'\n\n" << app.help();
             return 1;
         }
     }
@@ -59,7 +59,7 @@ int main(int argc, char** argv)
         for (const CLI::App* sub : app.get_subcommands())
             failed = sub;
         const std::string command = failed == &app ? std::string("headroom-cli") : "headroom-cli " + failed->get_name();
-        std::cerr << "headroom-cli: " << printable(e.what()) << " (see " << command << " --help)\n";
+        std::cerr << "headroom-cli: " << headroom::safeText(e.what()) << " (see " << command << " --help)\n";
         return 1;
     }
     return ctx.exitCode;

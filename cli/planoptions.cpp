@@ -92,12 +92,12 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
 namespace {
 
 /// The calibration of --calibration FILE, or the one saved for the request's card and engine.
-tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, const std::filesystem::path& userProfilesDir, PlanRequest r)
+tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, const CalibrationFolder* calibrations, PlanRequest r)
 {
     if (o.calibration == "none" || r.engine.kind == EngineKind::Flat)
         return r;
     if (o.calibration.empty())
-        return applySavedCalibration(std::move(r), userProfilesDir);
+        return calibrations ? applySavedCalibration(std::move(r), *calibrations) : r;
     auto c = readCalibration(o.calibration);
     if (!c)
         return tl::unexpected(c.error());
@@ -110,7 +110,7 @@ tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, co
 } // namespace
 
 tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles,
-                                                                 const std::filesystem::path& userProfilesDir)
+                                                                 const CalibrationFolder* calibrations)
 {
     const std::vector<std::string> models = o.models.empty() || o.models[0].empty() ? std::vector<std::string>{kDefaultModel} : o.models;
     const std::vector<std::string> cards = o.cards.empty() || o.cards[0].empty() ? std::vector<std::string>{"rtx-4090"} : o.cards;
@@ -203,7 +203,7 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                 }
                 // The engine's own settings may answer the question (max-model-len, -np): see verdict.h.
                 r = withQuestionDefaults(std::move(r));
-                auto calibrated = applyCalibration(o, userProfilesDir, std::move(r));
+                auto calibrated = applyCalibration(o, calibrations, std::move(r));
                 if (!calibrated)
                     return tl::unexpected(calibrated.error());
                 out.push_back(std::move(*calibrated));

@@ -49,9 +49,11 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi);
 CLI::Validator sizeValidator();
 
 /// One request per (model, format, card), in that nesting order, with the question defaults of
-/// verdict.h applied. Errors name the bad input (a --reserve the card cannot hold among them).
+/// verdict.h applied, and the calibration of --calibration FILE or the one saved in
+/// @p calibrations (none without). Errors name the bad input (a --reserve the card cannot hold
+/// among them).
 tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles,
-                                                                 const std::filesystem::path& userProfilesDir = {});
+                                                                 const CalibrationFolder* calibrations = nullptr);
 
 /// Fills the matrix defaults for what is not given: the default model and the 8/16/24 GB cards
 /// (table, report). The format and the question (users, context) default in buildRequests, the

@@ -5,8 +5,8 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #     SECONDS_PER_TARGET  default 600 (scripts/test.sh runs 10)
-#     TARGET              fuzz_gguf fuzz_safetensors fuzz_hfconfig fuzz_profile fuzz_report_check
-#                         fuzz_engine_log
+#     TARGET              fuzz_gguf fuzz_safetensors fuzz_hfconfig fuzz_profile fuzz_calibration
+#                         fuzz_report_check fuzz_engine_log
 #                         (default: all)
 # Environment: FUZZ_BUILD (default build-fuzz), FIXTURES (default $HEADROOM_FIXTURES_DIR, else
 #   ../shared/fixtures), FUZZ_WORK (default .: corpora grow in $FUZZ_WORK/fuzz-corpus/<target>,
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_gguf fuzz_safetensors fuzz_hfconfig fuzz_profile fuzz_report_check fuzz_engine_log)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(fuzz_gguf fuzz_safetensors fuzz_hfconfig fuzz_profile fuzz_calibration fuzz_report_check fuzz_engine_log)
 BUILD=${FUZZ_BUILD:-build-fuzz}
 FIXTURES=${FIXTURES:-${HEADROOM_FIXTURES_DIR:-../shared/fixtures}}
 WORK=${FUZZ_WORK:-.}
@@ -88,6 +88,12 @@ seed() { # target -> corpus dir
         done
         i=$((i + 1))
       done ;;
+    fuzz_calibration)
+      # what `log --save` writes (calibrationToJson), whole and with each optional block alone
+      local head='"schema_version": 1, "card": "rtx-4090", "card_total_bytes": 25390809088, "engine": "vllm", "engine_version": "0.19.0", "model": "llama-3.1-8b", "log": "serve.log", "log_hash": "0123abcd", "ubatch_tokens": 2048'
+      printf '{%s, "measured": {"activation_peak_bytes": 1073741824, "runtime_bytes": 536870912, "cuda_graph_bytes": 268435456}, "model_independent": {"non_torch_bytes": 134217728, "card_free_bytes": 24696061952}}\n' "$head" > "$dir/seed-whole.json"
+      printf '{%s, "measured": {"activation_peak_bytes": 1073741824}, "model_independent": {}}\n' "$head" > "$dir/seed-measured.json"
+      printf '{%s, "measured": {}, "model_independent": {"non_torch_bytes": 134217728}}\n' "$head" | sed 's/llama-3.1-8b/qwen2.5-7b/' > "$dir/seed-other-model.json" ;;
     fuzz_report_check)
       cp tests/data/golden/report.json "$dir/seed-golden-report.json" ;;
     fuzz_engine_log)
@@ -99,7 +105,14 @@ seed() { # target -> corpus dir
   echo "$dir"
 }
 
-dict_of() { case $1 in fuzz_gguf) echo fuzz/dict/gguf.dict ;; fuzz_engine_log) echo fuzz/dict/enginelog.dict ;; *) echo fuzz/dict/json.dict ;; esac; }
+dict_of() {
+  case $1 in
+    fuzz_gguf) echo fuzz/dict/gguf.dict ;;
+    fuzz_engine_log) echo fuzz/dict/enginelog.dict ;;
+    fuzz_calibration) echo fuzz/dict/calibration.dict ;;
+    *) echo fuzz/dict/json.dict ;;
+  esac
+}
 
 status=0
 failed=()

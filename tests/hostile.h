@@ -6,6 +6,7 @@
 // build measures and below what the unfixed code needed.
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -71,6 +72,9 @@ inline BoundedRun runBounded(unsigned seconds, const std::function<int()>& work)
         ::close(fds[0]);
         ::signal(SIGALRM, SIG_DFL);
         ::alarm(seconds);
+        // The parent's freed heap (a hostile file it built, then dropped) is handed back first:
+        // reused by the work, it would hide the work's own growth from the peak.
+        ::malloc_trim(0);
         const std::uint64_t before = residentBytes();
         const int code = work();
         rusage usage {};

@@ -64,7 +64,7 @@ void run(const PlanOptions& o, CliContext& ctx)
     const ProfileSet* profiles = ctx.profiles();
     if (!profiles)
         return;
-    auto requests = buildRequests(o, *profiles, ctx.userProfilesDir());
+    auto requests = buildRequests(o, *profiles, &ctx.calibrations());
     if (!requests)
         return ctx.fail(requests.error());
     auto plans = runPlans(*requests);

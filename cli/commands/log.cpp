@@ -133,7 +133,7 @@ void runLog(CliContext& ctx, const LogOptions& o)
     auto report = analyzeEngineLog(*text, name, options, *profiles);
     const std::vector<std::string>& warnings = report ? report->log.warnings : report.error().warnings;
     for (const std::string& w : warnings)
-        std::cerr << "headroom-cli: " << printable(o.file + ": " + w) << '\n';
+        std::cerr << "headroom-cli: " << safeText(o.file + ": " + w) << '\n';
     if (!report) {
         const LogReportError& e = report.error();
         if (e.stage == LogReportError::Stage::Request)

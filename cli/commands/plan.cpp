@@ -184,7 +184,7 @@ void run(Kind kind, const PlanOptions& o, CliContext& ctx)
     PlanOptions opts = o;
     if (kind == Kind::Table)
         applyMatrixDefaults(opts);
-    auto requests = buildRequests(opts, *profiles, ctx.userProfilesDir());
+    auto requests = buildRequests(opts, *profiles, &ctx.calibrations());
     if (!requests)
         return ctx.fail(requests.error());
     auto plans = runPlans(*requests);

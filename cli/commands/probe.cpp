@@ -303,7 +303,7 @@ void runProbeCommand(const ProbeOptions& o, CliContext& ctx)
     else
         printReport(report, request.model, std::cout);
     if (!report.device.error.empty())
-        std::cerr << "headroom-cli: " << printable(report.device.error) << '\n';
+        std::cerr << "headroom-cli: " << safeText(report.device.error) << '\n';
     ctx.exitCode = report.allPassed() ? 0 : 1;
 }
 

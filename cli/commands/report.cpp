@@ -11,6 +11,7 @@
 #include "headroom/core/version.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <csignal>
 #include <cstring>
@@ -40,6 +41,7 @@ struct ReportOptions {
     std::string title;
     std::string probes;
     std::string speed;
+    bool allowFetch = false; ///< --allow-fetch: report --check may read and fetch the models the report names
 };
 
 /// Exit code of `report --check` when the report is valid but this version computes other values.
@@ -137,28 +139,37 @@ void runCheck(const ReportOptions& o, CliContext& ctx)
     const ProfileSet* profiles = ctx.profiles();
     if (!profiles)
         return;
-    auto check = checkReport(*text, *profiles);
+    ReportCheckOptions options;
+    options.allowFetch = o.allowFetch;
+    auto check = checkReport(*text, *profiles, options);
     if (!check)
         return ctx.fail(o.check + ": " + check.error().message);
     if (!check->schemaErrors.empty()) {
         for (const std::string& e : check->schemaErrors)
-            std::cerr << "headroom-cli: " << printable(o.check + ": " + e) << '\n';
+            std::cerr << "headroom-cli: " << safeText(o.check + ": " + e) << '\n';
         ctx.fail(o.check + ": does not match the report schema (version " + std::to_string(kReportSchemaVersion) + ")");
         return;
     }
-    const std::string versions = "written by headroom " + check->reportedVersion + ", recomputed with " + check->currentVersion;
+    std::string versions = "written by headroom " + check->reportedVersion + ", recomputed with " + check->currentVersion;
+    if (!check->unchecked.empty()) {
+        versions += " (" + std::to_string(check->checkedPlans) + " of " + std::to_string(check->checkedPlans + check->unchecked.size())
+            + " plans recomputed)";
+        std::cout << safeText(o.check) << ": " << check->unchecked.size() << " plan(s) not re-checked:\n";
+        for (const std::string& u : check->unchecked)
+            std::cout << "  " << safeText(u) << '\n';
+    }
     if (!check->probeVerdictProblems.empty()) {
-        std::cout << o.check << ": " << check->probeVerdictProblems.size()
+        std::cout << safeText(o.check) << ": " << check->probeVerdictProblems.size()
                   << " probe verdict(s) that their own values do not give:\n";
         for (const std::string& p : check->probeVerdictProblems)
             std::cout << "  probes." << p << '\n';
         ctx.exitCode = kDriftExitCode;
     }
     if (check->drifts.empty()) {
-        std::cout << o.check << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": no drift\n";
+        std::cout << safeText(o.check) << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": no drift\n";
         return;
     }
-    std::cout << o.check << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": DRIFT in "
+    std::cout << safeText(o.check) << ": valid (report schema " << kReportSchemaVersion << "); " << versions << ": DRIFT in "
               << check->driftCount << " value(s)\n";
     std::size_t shown = 0;
     for (const ReportDrift& d : check->drifts) {
@@ -202,6 +213,13 @@ void run(const ReportOptions& given, CliContext& ctx)
         if (o.format.empty())
             o.format = "json";
     }
+    // The title is text the report prints in every format: UTF-8 (its control characters are
+    // escaped by buildReport, as every string from outside is).
+    if (const auto at = invalidUtf8At(o.title)) {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(o.title[*at]));
+        return ctx.fail("--title: expected UTF-8 text; byte " + std::to_string(*at) + " (" + byte + ") is not UTF-8");
+    }
     const bool viaQt = o.format == "html" || o.format == "pdf";
     if (viaQt && (o.output.empty() || o.output == "-"))
         return ctx.fail("--format " + o.format + " needs -o FILE");
@@ -210,7 +228,7 @@ void run(const ReportOptions& given, CliContext& ctx)
         return;
     PlanOptions opts = o.plan;
     applyMatrixDefaults(opts);
-    auto requests = buildRequests(opts, *profiles, ctx.userProfilesDir());
+    auto requests = buildRequests(opts, *profiles, &ctx.calibrations());
     if (!requests)
         return ctx.fail(requests.error());
     auto plans = runPlans(*requests);
@@ -240,7 +258,7 @@ void run(const ReportOptions& given, CliContext& ctx)
     if (viaQt) {
         if (auto r = renderWithQt(*json, o.format, o.output); !r)
             return ctx.fail(r.error());
-        std::cerr << "wrote " << printable(o.output) << '\n';
+        std::cerr << "wrote " << safeText(o.output) << '\n';
         return;
     }
     std::string text;
@@ -258,7 +276,7 @@ void run(const ReportOptions& given, CliContext& ctx)
     }
     if (auto w = writeFileAtomically(o.output, text); !w)
         return ctx.fail(w.error());
-    std::cerr << "wrote " << printable(o.output) << '\n';
+    std::cerr << "wrote " << safeText(o.output) << '\n';
 }
 
 } // namespace
@@ -277,6 +295,10 @@ void registerReportCommand(CLI::App& app, CliContext& ctx)
     cmd->add_option("--probes", opts->probes, "JSON file of probe results (device facts, predicted against measured)");
     cmd->add_option("--speed", opts->speed, "JSON file of measured speed points");
     cmd->add_option("--check", opts->check, "Validate this JSON report against the schema and recompute it");
+    cmd->add_flag("--allow-fetch", opts->allowFetch,
+                  "With --check: also re-read the models the report names by path, hub-cache repo, Ollama name or URL "
+                  "(opens those files and folders, fetches over HTTP); by default a report is untrusted and only profiles "
+                  "are used, the other plans listed as not re-checked");
     cmd->callback([opts, &ctx] { run(*opts, ctx); });
 }
 

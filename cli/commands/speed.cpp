@@ -132,7 +132,7 @@ void run(const SpeedOptions& o, CliContext& ctx)
     const ProfileSet* profiles = ctx.profiles();
     if (!profiles)
         return;
-    auto requests = buildRequests(o.plan, *profiles, ctx.userProfilesDir());
+    auto requests = buildRequests(o.plan, *profiles, &ctx.calibrations());
     if (!requests)
         return ctx.fail(requests.error());
     auto plans = runPlans(*requests);

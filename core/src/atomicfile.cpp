@@ -1,5 +1,7 @@
 #include "headroom/core/atomicfile.h"
 
+#include "headroom/core/importers/regularfile.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -18,22 +20,6 @@ namespace {
 std::string systemError(const std::string& what, const std::filesystem::path& path, int err)
 {
     return what + " " + path.string() + ": " + std::strerror(err);
-}
-
-/// "a FIFO", "a character device": what a non-regular file is, for the refusal.
-const char* kindOf(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a folder";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISFIFO(mode))
-        return "a FIFO";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "not a regular file";
 }
 
 /// The process's umask, read without changing it (umask(2) would race with other threads).
@@ -79,17 +65,23 @@ tl::expected<void, std::string> writeFileAtomically(const std::filesystem::path&
     struct stat st {};
     bool exists = ::lstat(path.c_str(), &st) == 0;
     if (exists && S_ISLNK(st.st_mode)) {
+        // canonical, not weakly_canonical: a dangling link would resolve to itself.
         std::error_code ec;
-        const std::filesystem::path target = std::filesystem::weakly_canonical(path, ec);
-        if (ec)
+        const std::filesystem::path target = std::filesystem::canonical(path, ec);
+        if (ec) {
+            std::error_code readEc;
+            const std::filesystem::path to = std::filesystem::read_symlink(path, readEc);
+            if (ec.value() == ENOENT && !readEc)
+                return tl::unexpected(requested.string() + " is a symbolic link to " + to.string() + ", which does not exist: not written");
             return tl::unexpected(systemError("cannot resolve the link", path, ec.value()));
+        }
         path = target;
         exists = ::lstat(path.c_str(), &st) == 0;
     }
     // Only a regular file is replaced: renaming over /dev/null (as root), a FIFO or a socket
     // would swap a system object for a plain file.
     if (exists && !S_ISREG(st.st_mode))
-        return tl::unexpected(requested.string() + " is " + kindOf(st.st_mode) + ", not a regular file: not replaced");
+        return tl::unexpected(requested.string() + " is " + specialFileKind(path) + ", not a regular file: not replaced");
     const mode_t mode = exists ? (st.st_mode & 07777) : (0666 & ~currentUmask());
 
     const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");

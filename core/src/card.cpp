@@ -2,6 +2,16 @@
 
 namespace headroom {
 
+std::string cardSizeProblem(std::uint64_t totalBytes)
+{
+    if (totalBytes == 0)
+        return "a card has at least 1 byte";
+    if (totalBytes > kMaxCardBytes)
+        return formatThousands(totalBytes) + " bytes is more than the largest card size, 1024TiB (" + formatThousands(kMaxCardBytes)
+            + " bytes)";
+    return {};
+}
+
 Card anonymousCard(std::string_view sizeText, Bytes size)
 {
     Card card;

@@ -1,6 +1,7 @@
 #include "headroom/core/profiles.h"
 
 #include "headroom/core/engines/engine.h"
+#include "headroom/core/importers/regularfile.h"
 
 #include "architecturejson.h"
 #include "importers/importutil.h"
@@ -338,8 +339,10 @@ std::optional<ProfileError> convert(const json& doc, const fs::path& file, Engin
     return std::nullopt;
 }
 
-/// Every *.json file directly in @p dir, sorted by name. Missing folder: empty list.
-tl::expected<std::vector<fs::path>, ProfileError> listJsonFiles(const fs::path& dir)
+/// Every *.json file directly in @p dir, sorted by name. Missing folder: empty list. A *.json
+/// that is no regular file (a FIFO, a device, a socket, a folder, a link to one) is left out,
+/// with a warning naming it in @p special when given (the user folder).
+tl::expected<std::vector<fs::path>, ProfileError> listJsonFiles(const fs::path& dir, std::vector<ProfileError>* special = nullptr)
 {
     std::vector<fs::path> files;
     std::error_code ec;
@@ -350,13 +353,42 @@ tl::expected<std::vector<fs::path>, ProfileError> listJsonFiles(const fs::path& 
     fs::directory_iterator it(dir, ec);
     if (ec)
         return tl::make_unexpected(makeError(dir, "", "cannot list folder: " + ec.message()));
+    const std::size_t before = special ? special->size() : 0;
     for (const fs::directory_entry& entry : it) {
         std::error_code typeEc;
-        if (entry.path().extension() == ".json" && entry.is_regular_file(typeEc))
+        if (entry.path().extension() != ".json")
+            continue;
+        if (entry.is_regular_file(typeEc))
             files.push_back(entry.path());
+        else if (special)
+            special->push_back(makeError(entry.path(), "", specialFileKind(entry.path()) + ", not a regular file"));
     }
     std::sort(files.begin(), files.end());
+    if (special)
+        std::sort(special->end() - static_cast<std::ptrdiff_t>(special->size() - before), special->end(),
+                  [](const ProfileError& a, const ProfileError& b) { return a.file < b.file; });
     return files;
+}
+
+/// Checks a profile must pass before its schema: none for models and engines.
+template <typename T>
+std::optional<ProfileError> checkBeforeSchema(const json&, const fs::path&)
+{
+    return std::nullopt;
+}
+
+/// A card's total against the largest card size (card.h cardSizeProblem), before the schema: the
+/// schema validator reads integers as signed 64-bit, so 2^63 bytes read as negative ("below the
+/// minimum of 1").
+template <>
+std::optional<ProfileError> checkBeforeSchema<Card>(const json& doc, const fs::path& file)
+{
+    const auto total = doc.find("total_bytes");
+    if (total == doc.end() || !total->is_number_unsigned())
+        return std::nullopt;
+    if (const std::string problem = cardSizeProblem(total->get<std::uint64_t>()); !problem.empty())
+        return makeError(file, "/total_bytes", problem);
+    return std::nullopt;
 }
 
 /// Loads one profile file: read, version, schema, conversion.
@@ -367,6 +399,8 @@ tl::expected<T, ProfileError> loadOne(const fs::path& file, const LoadedSchema& 
     if (!doc)
         return tl::make_unexpected(doc.error());
     if (auto error = checkVersion(*doc, file))
+        return tl::make_unexpected(*error);
+    if (auto error = checkBeforeSchema<T>(*doc, file))
         return tl::make_unexpected(*error);
     if (auto error = validateAgainst(schema, *doc, file))
         return tl::make_unexpected(*error);
@@ -383,7 +417,7 @@ template <typename T>
 std::optional<ProfileError> loadKind(const fs::path& dir, const LoadedSchema& schema, std::vector<T>& out,
                                      std::vector<ProfileError>* skipped = nullptr)
 {
-    auto files = listJsonFiles(dir);
+    auto files = listJsonFiles(dir, skipped);
     if (!files) {
         if (!skipped)
             return files.error();

@@ -7,6 +7,7 @@
 #include "headroom/core/stores/localstores.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <filesystem>
 #include <utility>
@@ -272,6 +273,8 @@ tl::expected<ModelProfile, std::string> resolveModel(const std::string& arg, con
     if (const ModelProfile* p = profiles.findModel(arg))
         return *p;
     std::error_code ec;
+    if (!std::filesystem::exists(arg, ec) && ec.value() == ELOOP)
+        return tl::unexpected(safeText(arg) + ": too many levels of symbolic links");
     if (!std::filesystem::exists(arg, ec)) {
         if (auto cached = resolveFromHubCache(arg))
             return *cached;
@@ -335,8 +338,11 @@ tl::expected<Card, std::string> resolveCard(const std::string& arg, const Profil
 {
     if (const Card* c = profiles.findCard(arg))
         return *c;
-    if (const auto size = parseSize(arg); size && size->value > 0)
+    if (const auto size = parseSize(arg); size && size->value > 0) {
+        if (const std::string problem = cardSizeProblem(size->value); !problem.empty())
+            return tl::unexpected("card size '" + safeText(arg) + "': " + problem);
         return anonymousCard(arg, *size);
+    }
     if (!arg.empty() && arg.front() == '-' && parseSize(arg.substr(1)))
         return tl::unexpected("card size '" + arg + "': a size must be positive, such as 8GiB or 24GB");
     if (const auto size = parseSize(arg); size && size->value == 0)

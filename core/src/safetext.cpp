@@ -63,6 +63,30 @@ bool isSafeText(std::string_view text)
     return true;
 }
 
+std::string safeLines(std::string_view text)
+{
+    std::string out;
+    for (std::size_t start = 0;;) {
+        const std::size_t end = text.find('\n', start);
+        out += safeText(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        if (end == std::string_view::npos)
+            return out;
+        out += '\n';
+        start = end + 1;
+    }
+}
+
+std::optional<std::size_t> invalidUtf8At(std::string_view text)
+{
+    for (std::size_t i = 0; i < text.size();) {
+        const std::size_t len = sequenceLength(text, i);
+        if (len == 0)
+            return i;
+        i += len;
+    }
+    return std::nullopt;
+}
+
 std::string safeText(std::string_view text)
 {
     if (isSafeText(text))

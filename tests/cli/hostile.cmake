@@ -96,3 +96,31 @@ headroom_hostile_test(flags_roundtrip "name 1 llama.cpp sh: same bytes\n.*name 9
 # sweep: `models --local` on store folders named with bytes that are not UTF-8 and escapes (the
 # JSON listing aborted on them; the table printed them raw)
 headroom_hostile_test(local_names "\"name\": \"pub\\\\\\\\x1b\\[2J/repo[^/\"]+/m\\\\\\\\x1b\\]0;x\\\\\\\\x07[^\"]*\".*exit code 0\n0\n")
+
+# Review 13 (session 3), each with its hostile files made by the case itself:
+# 1: log --save on a log whose name is not UTF-8 (aborted: type_error 316); the plan names it escaped
+headroom_hostile_test(log_save_names
+  "Saved the calibration to up/calibrations/h100-sxm.vllm.llama\nexit code 0\n  \"log\": \"serve[^\"]+\\\\\\\\x1b\\[2J\\.log\",\ncalibrated by vllm on h100-sxm from serve[^ ]+\\\\x1b\\[2J\\.log\nraw control bytes: 0\n")
+# 2: one bad file in calibrations/ (not JSON, a FIFO, a link to /dev/zero, 100,000 deep) is one
+# warning naming it, once for three plans; the good calibration still applies
+headroom_hostile_test(calibrations_folder
+  "warning: skipped calibration: up/calibrations/a-invalid.json: at byte 21: invalid JSON[^\n]*\nheadroom-cli: warning: skipped calibration: cannot read up/calibrations/b-fifo.json: not a regular file\nheadroom-cli: warning: skipped calibration: cannot read up/calibrations/c-zero.json: not a regular file\nheadroom-cli: warning: skipped calibration: up/calibrations/d-deep.json: at byte 97: JSON nested deeper than 64 levels[^\n]*\nexit code 0\n.*d-deep.json[^\n]*\n  note: calibrated by vllm on rtx-4090 from serve.log \\(0123\\)[^\n]*\nexit code 0")
+# 4: report --check on a report naming a URL: not fetched without --allow-fetch, said so; fetched with it
+headroom_hostile_test(check_nofetch
+  "remote.json: 1 plan\\(s\\) not re-checked:\n  plan 0 \\(model 'http://127.0.0.1:9/x.gguf'\\): not re-checked: the model is no built-in or user profile[^\n]*--allow-fetch\nremote.json: valid \\(report schema 1\\); [^\n]* \\(0 of 1 plans recomputed\\): no drift\n.*exit code 0\nheadroom-cli: remote.json: cannot recompute plan 0: http://1.*exit code 1")
+# 5: ESC, BEL, a newline and 0xff in every echoed name and value come out escaped, never raw
+headroom_hostile_test(echoes
+  "card: raw 0, escaped 1\nengine: raw 0, escaped 1\nweights: raw 0, escaped 1\nset-key: raw 0, escaped 1\nset-value: raw 0, escaped 1\ndevice: raw 0, escaped 1\noutput: raw 0, escaped 1\nlog-missing: raw 0, escaped 1\ncheck-parse: raw 0, escaped 1\nprobes-parse: raw 0, escaped 0\nspeed-parse: raw 0, escaped 0\ncheck-name: raw 0, escaped 1\nlocal-stores: raw 0, escaped 0\nev\\\\x1b\\[2Jil/x\\\\x07y\nevil:tag\\\\x1b\\[31m\nn\\\\x1b\\[2J\\\\x07\\.gguf"
+  "raw [1-9]")
+# 6: --title that is not UTF-8 names the option and the byte; an escape in it is escaped in Markdown
+headroom_hostile_test(title
+  "headroom-cli: --title: expected UTF-8 text; byte 2 \\(0xff\\) is not UTF-8\n.*exit code 1\nwrote t.md\n.*exit code 0\n# x\\\\x1b\\]0;pwn\\\\x07\\\\x1b\\[2J\nraw control bytes in t.md: 0")
+# 7: the largest card size, one rule for --card, report and user card profiles
+headroom_hostile_test(card_size
+  "Card      1024TiB, 1.00 PiB total\nexit code 0\nheadroom-cli: card size '1025TiB': 1,126,999,418,470,400 bytes is more than the largest card size, 1024TiB \\(1,125,899,906,842,624 bytes\\)\n.*exit code 1\nheadroom-cli: card size '16000000TiB': [^\n]* is more than the largest card size[^\n]*\n.*exit code 1\nheadroom-cli: warning: skipped user profile up/cards/huge-card.json: /total_bytes: 9,223,372,036,854,775,808 bytes is more than the largest card size, 1024TiB[^\n]*\nexit code 0")
+# 8: special files named like profiles, shards or store models are warned about, named
+headroom_hostile_test(special_files
+  "skipped user profile up/models/dir.json: a folder, not a regular file\n[^\n]*skipped user profile up/models/fifo.json: a FIFO, not a regular file\n[^\n]*skipped user profile up/cards/zero.json: a symbolic link to a character device, not a regular file\nexit code 0\n  - model.safetensors is a FIFO, not a regular file: skipped\nexit code 0\nlm-studio  pub/repo/f.gguf +error.*pub/repo/f.gguf: [^\n]*: not a regular file \\[read-failed\\]\n  pub/repo/z.gguf: [^\n]*: not a regular file \\[read-failed\\]\nexit code 0")
+# 9: byte offsets and file errors say what happened, once
+headroom_hostile_test(messages
+  "t3.gguf: at byte 0: the file ends before the magic: needs 4 bytes, 3 remain \\[truncated\\]\n.*exit code 1\nheadroom-cli: cfg/config.json: at byte 15: invalid JSON.*exit code 1\nheadroom-cli: dangling.json is a symbolic link to nowhere/x.json, which does not exist: not written\n.*exit code 1\nheadroom-cli: loop1: too many levels of symbolic links \\[read-failed\\]\n.*exit code 1\nheadroom-cli: ./loop1: too many levels of symbolic links\n.*exit code 1\nheadroom-cli: cannot resolve the link loop1: Too many levels of symbolic links\n.*exit code 1")

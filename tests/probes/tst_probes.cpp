@@ -601,3 +601,80 @@ TEST_CASE("hostile 8: the probe's child dies with its parent (kill -9 of the par
     }
     ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
+
+#include "headroom/core/architecturetext.h"
+
+TEST_CASE("hostile 9: an architecture out of range is refused by the probes before the device is opened", "[probes][hostile]")
+{
+    // A model's architecture comes from a user's file, profile or work order: 0 layers, a head
+    // dimension of 0, heads that KV heads do not divide, or absurd sizes would size allocations
+    // (a billion layers x the KV of each) from it. Each is refused with the problem named, before
+    // the device is opened: no device name in the report, so nothing was allocated on it.
+    struct Case {
+        const char* what;
+        void (*spoil)(Architecture&);
+        const char* problem;
+    };
+    const Case cases[] = {
+        {"0 layers", [](Architecture& a) { a.layers = 0; }, "layers"},
+        {"head_dim 0", [](Architecture& a) { a.headDim = 0; }, "head"},
+        {"kv heads that do not divide the heads", [](Architecture& a) { a.kvHeads = 3; }, "does not divide"},
+        {"a billion layers", [](Architecture& a) { a.layers = 1'000'000'000; }, "layers"},
+        {"a hidden size of 2^30", [](Architecture& a) { a.hiddenSize = 1u << 30; }, "hidden"},
+    };
+    for (const Case& c : cases) {
+        INFO(c.what);
+        ModelInputs model = tiny();
+        c.spoil(*model.model.architecture);
+        REQUIRE_FALSE(validateArchitecture(*model.model.architecture).empty());
+        ProbeRequest request;
+        request.device = DeviceSpec{DeviceKind::Cpu, 0};
+        request.model = model;
+        request.probes = {ProbeKind::Allocation, ProbeKind::Limit, ProbeKind::Timing};
+        NullProgress progress;
+        const auto start = std::chrono::steady_clock::now();
+        const ProbeReport report = runProbes(request, progress);
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1)); // refused, not run
+        CHECK(report.device.name.empty()); // the device was never opened
+        REQUIRE(report.results.size() == 3);
+        for (const ProbeResult& r : report.results) {
+            CHECK(r.verdict() == ProbeVerdict::Fail);
+            CHECK_THAT(r.summary, Catch::StartsWith("the model's architecture is out of range: ") && Catch::Contains(c.problem));
+        }
+
+        // The same architecture in a work order on the worker's stdin (the exec'd child).
+        nlohmann::json order = {{"task", "limit"},
+                                {"device", "cpu"},
+                                {"budget_bytes", nullptr},
+                                {"model", {{"id", "tiny"}, {"name", "tiny"},
+                                           {"architecture", nlohmann::json::parse(architectureToJsonText(*model.model.architecture))}}},
+                                {"format", "int4-g128"},
+                                {"kv_dtype", "fp16"},
+                                {"context_tokens", 4096},
+                                {"users", 1},
+                                {"verify_frontier", false},
+                                {"max_frontier_points", 4},
+                                {"step_layers", 1},
+                                {"test_hook", "none"}};
+        int in[2], out[2];
+        REQUIRE(::pipe(in) == 0);
+        REQUIRE(::pipe(out) == 0);
+        const std::string text = order.dump();
+        REQUIRE(::write(in[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+        ::close(in[1]);
+        CHECK(runProbeWorker(in[0], out[1]) == 0);
+        ::close(in[0]);
+        ::close(out[1]);
+        std::string reply;
+        char buf[4096];
+        for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;)
+            reply.append(buf, static_cast<std::size_t>(n));
+        ::close(out[0]);
+        INFO(reply);
+        const std::size_t line = reply.rfind("R ");
+        REQUIRE(line != std::string::npos);
+        const auto result = nlohmann::json::parse(reply.substr(line + 2));
+        CHECK(result["pass"] == false);
+        CHECK_THAT(result.dump(), Catch::Contains("work order: ") && Catch::Contains(c.problem));
+    }
+}

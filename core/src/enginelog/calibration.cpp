@@ -399,13 +399,15 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
     out.predicted = *predicted;
     out.components = compareComponents(log, out.predicted);
 
+    // Every name here came from a path or a log's text (a file name that is not UTF-8, an escape
+    // sequence in a version): made safe once, so the calibration prints and serialises as it is.
     LogCalibration& cal = out.calibration;
-    cal.cardId = cardIdOf(request.card);
+    cal.cardId = safeText(cardIdOf(request.card));
     cal.cardTotalBytes = request.card.totalBytes;
-    cal.engine = log.engine;
-    cal.engineVersion = log.version;
-    cal.modelId = request.model.id;
-    cal.logName = logName;
+    cal.engine = safeText(log.engine);
+    cal.engineVersion = safeText(log.version);
+    cal.modelId = safeText(request.model.id);
+    cal.logName = safeText(logName);
     cal.logHash = hex(logText);
     cal.ubatchTokens = out.predicted.ubatchTokens;
     cal.measured = request.measured;
@@ -731,9 +733,9 @@ tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem:
     return calibrationFromJson(*text, file.string());
 }
 
-tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir, const PlanRequest& request)
+CalibrationFolder readCalibrationFolder(const std::filesystem::path& userProfilesDir)
 {
-    SavedCalibration out;
+    CalibrationFolder out;
     if (userProfilesDir.empty())
         return out;
     const std::filesystem::path dir = userProfilesDir / "calibrations";
@@ -741,47 +743,53 @@ tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::file
     if (!std::filesystem::is_directory(dir, ec))
         return out;
     std::vector<std::filesystem::path> files;
-    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end && files.size() < 256; it.increment(ec))
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end && files.size() < kMaxSavedCalibrations;
+         it.increment(ec))
         if (it->path().extension() == ".json" && !it->path().filename().string().starts_with("."))
             files.push_back(it->path());
     std::sort(files.begin(), files.end()); // the same pick on every run
-    std::optional<LogCalibration> whole, other;
-    std::filesystem::path wholeFile, otherFile;
-    std::string otherWhy;
-    std::vector<std::string> mismatches;
     for (const std::filesystem::path& f : files) {
-        auto c = readCalibration(f);
-        if (!c)
-            return tl::unexpected(c.error());
-        if (c->engine != engineKindName(request.engine.kind))
+        // readCalibration opens the file once and refuses what is not a regular file (a FIFO, a
+        // device, a symlink to one, a folder), bounds its size (1 MiB) and its nesting.
+        if (auto c = readCalibration(f))
+            out.calibrations.emplace_back(f, std::move(*c));
+        else
+            out.warnings.push_back("skipped calibration: " + safeText(c.error())); // the error names the file
+    }
+    return out;
+}
+
+SavedCalibration findSavedCalibration(const CalibrationFolder& folder, const PlanRequest& request)
+{
+    SavedCalibration out;
+    const LogCalibration* whole = nullptr;
+    const LogCalibration* other = nullptr;
+    std::filesystem::path wholeFile, otherFile;
+    std::vector<std::string> mismatches;
+    for (const auto& [f, c] : folder.calibrations) {
+        if (c.engine != engineKindName(request.engine.kind))
             continue;
-        const auto [scope, why] = calibrationScope(request, *c);
+        const auto [scope, why] = calibrationScope(request, c);
         if (scope == CalibrationScope::Whole) {
             // The card's own name wins over the same total under another name (a size, a profile).
-            if (!whole || c->cardId == cardIdOf(request.card)) {
-                whole = *c;
+            if (!whole || c.cardId == cardIdOf(request.card)) {
+                whole = &c;
                 wholeFile = f;
             }
-            if (c->cardId == cardIdOf(request.card))
+            if (c.cardId == cardIdOf(request.card))
                 break;
             continue;
         }
         if (scope == CalibrationScope::ModelIndependent && !other) {
-            other = *c;
+            other = &c;
             otherFile = f;
-            otherWhy = why;
         } else if (scope == CalibrationScope::None && mismatches.size() < 3) {
             mismatches.push_back(f.filename().string() + " was " + why);
         }
     }
-    if (whole) {
-        out.calibration = whole;
-        out.file = wholeFile;
-        return out;
-    }
-    if (other) {
-        out.calibration = other;
-        out.file = otherFile;
+    if (whole || other) {
+        out.calibration = whole ? *whole : *other;
+        out.file = whole ? wholeFile : otherFile;
         return out;
     }
     if (!mismatches.empty()) {
@@ -793,28 +801,33 @@ tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::file
     return out;
 }
 
-tl::expected<PlanRequest, std::string> applySavedCalibration(PlanRequest request, const std::filesystem::path& userProfilesDir)
+PlanRequest applySavedCalibration(PlanRequest request, const CalibrationFolder& folder)
 {
-    if (request.engine.kind == EngineKind::Flat || userProfilesDir.empty())
+    if (request.engine.kind == EngineKind::Flat)
         return request;
-    auto saved = findSavedCalibration(userProfilesDir, request);
-    if (!saved)
-        return tl::unexpected(saved.error());
-    if (!saved->calibration) {
-        if (!saved->why.empty() && request.measured.source.empty())
-            request.measured.source = saved->why;
+    const SavedCalibration saved = findSavedCalibration(folder, request);
+    if (!saved.calibration) {
+        if (!saved.why.empty() && request.measured.source.empty())
+            request.measured.source = saved.why;
         return request;
     }
-    const LogCalibration& cal = *saved->calibration;
+    const LogCalibration& cal = *saved.calibration;
     const bool sameBatch = !request.ubatchTokens || *request.ubatchTokens == cal.ubatchTokens ||
                            calibrationScope(request, cal).first != CalibrationScope::Whole;
     if (!sameBatch) {
-        request.measured.source = "calibration " + cal.name() + " (" + saved->file.filename().string() +
+        request.measured.source = "calibration " + cal.name() + " (" + saved.file.filename().string() +
                                   ") not applied: it was measured at a micro-batch of " + std::to_string(cal.ubatchTokens) +
                                   " tokens, this plan asks for " + std::to_string(*request.ubatchTokens);
         return request;
     }
     return withCalibration(std::move(request), cal);
+}
+
+tl::expected<PlanRequest, std::string> applySavedCalibration(PlanRequest request, const std::filesystem::path& userProfilesDir)
+{
+    if (request.engine.kind == EngineKind::Flat || userProfilesDir.empty())
+        return request;
+    return applySavedCalibration(std::move(request), readCalibrationFolder(userProfilesDir));
 }
 
 tl::expected<std::filesystem::path, std::string> saveCalibration(const LogComparison& comparison,

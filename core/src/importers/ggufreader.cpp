@@ -141,11 +141,17 @@ private:
 
     void need(std::uint64_t n, const char* what)
     {
-        if (n > remaining() || !m_src.ensure(m_pos + n))
+        // What remains: of the file's size, or, when a read came back short (the file shrank
+        // while read), of what could be read.
+        if (n > remaining())
+            fail(ImportErrorCode::Truncated,
+                 std::string("the file ends before ") + what + ": needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) +
+                     " remain",
+                 m_pos, m_key);
+        if (!m_src.ensure(m_pos + n))
             fail(ImportErrorCode::Truncated,
                  std::string("the file ends before ") + what + ": needs " + std::to_string(n) + " bytes, " +
-                     std::to_string(std::min<std::uint64_t>(remaining(), m_src.available() > m_pos ? m_src.available() - m_pos : 0)) +
-                     " remain",
+                     std::to_string(m_src.available() > m_pos ? m_src.available() - m_pos : 0) + " could be read",
                  m_pos, m_key);
     }
 

@@ -7,6 +7,7 @@
 
 #include "importutil.h"
 
+#include <cerrno>
 #include <cstring>
 #include <type_traits>
 
@@ -53,8 +54,14 @@ tl::expected<ImportedModel, ImportError> importByKind(const std::filesystem::pat
 {
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (!fs::exists(path, ec))
+    if (!fs::exists(path, ec)) {
+        // exists() sets ec for what is neither there nor absent: a loop of symbolic links (ELOOP).
+        if (ec && ec.value() == ELOOP)
+            return tl::unexpected(makeError(ImportErrorCode::ReadFailed, path.string(), "too many levels of symbolic links"));
+        if (ec && ec.value() != ENOENT && ec.value() != ENOTDIR)
+            return tl::unexpected(makeError(ImportErrorCode::ReadFailed, path.string(), ec.message()));
         return tl::unexpected(makeError(ImportErrorCode::FileNotFound, path.string(), "no such file or directory"));
+    }
     if (fs::is_directory(path, ec))
         return importModelDirectory(path);
     const std::string name = path.filename().string();

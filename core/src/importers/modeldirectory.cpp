@@ -1,8 +1,10 @@
 #include "headroom/core/importers/modeldirectory.h"
 
 #include "headroom/core/importers/hfconfig.h"
+#include "headroom/core/importers/regularfile.h"
 #include "headroom/core/importers/safetensors.h"
 #include "headroom/core/parameters.h"
+#include "headroom/core/safetext.h"
 #include "headroom/core/weightformat.h"
 
 #include "importshared.h"
@@ -196,13 +198,18 @@ tl::expected<ImportedModel, ImportError> importModelDirectory(const std::filesys
     std::optional<SafetensorsIndex> index;
     fs::path indexPath = dir / "model.safetensors.index.json";
     std::vector<fs::path> shardFiles;
+    std::vector<std::string> specialFiles; // a FIFO, a device, a socket: warned about, never read
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
         if (!fs::exists(indexPath, ec) && name.size() > 25 && name.ends_with(".safetensors.index.json"))
             indexPath = it->path();
         if (name.ends_with(".safetensors") && it->is_regular_file(ec))
             shardFiles.push_back(it->path());
+        else if (name.ends_with(".safetensors"))
+            if (const std::string kind = specialFileKind(it->path()); !kind.empty())
+                specialFiles.push_back(safeText(name) + " is " + kind + ", not a regular file: skipped");
     }
+    std::sort(specialFiles.begin(), specialFiles.end());
     std::sort(shardFiles.begin(), shardFiles.end());
     // A folder with a config.json and no safetensors index or shards is that config alone.
     if (!fs::exists(indexPath, ec) && shardFiles.empty() && fs::exists(configPath, ec)) {
@@ -210,6 +217,7 @@ tl::expected<ImportedModel, ImportError> importModelDirectory(const std::filesys
         if (alone) {
             alone->path = dir.string();
             alone->warnings.push_back("no safetensors index or shards in the folder: read config.json alone");
+            alone->warnings.insert(alone->warnings.end(), specialFiles.begin(), specialFiles.end());
         }
         return alone;
     }
@@ -315,6 +323,7 @@ tl::expected<ImportedModel, ImportError> importModelDirectory(const std::filesys
     } catch (const OverflowError& e) {
         return tl::unexpected(makeError(ImportErrorCode::Overflow, dir.string(), e.what()));
     }
+    model.warnings.insert(model.warnings.end(), specialFiles.begin(), specialFiles.end());
     model.contentHash = hashHex(hash);
     return model;
 }

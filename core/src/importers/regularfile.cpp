@@ -14,6 +14,42 @@ namespace headroom {
 
 using importers::makeError;
 
+namespace {
+
+/// "a FIFO", "a character device": what a file of @p mode is; empty for a regular file.
+std::string kindOfMode(mode_t mode)
+{
+    if (S_ISREG(mode))
+        return {};
+    if (S_ISDIR(mode))
+        return "a folder";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+} // namespace
+
+std::string specialFileKind(const std::filesystem::path& path)
+{
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) != 0)
+        return {};
+    if (!S_ISLNK(link.st_mode))
+        return kindOfMode(link.st_mode);
+    struct stat target {};
+    if (::stat(path.c_str(), &target) != 0)
+        return errno == ELOOP ? "a loop of symbolic links" : "a dangling symbolic link";
+    const std::string kind = kindOfMode(target.st_mode);
+    return kind.empty() ? kind : "a symbolic link to " + kind;
+}
+
 tl::expected<RegularFile, ImportError> RegularFile::open(const std::filesystem::path& path)
 {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);

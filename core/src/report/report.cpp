@@ -20,8 +20,11 @@
 #include <valijson/validator.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <ctime>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -176,13 +179,6 @@ std::optional<json> rooflineJson(const PlanRequest& r, const PlanResult& p)
     return j;
 }
 
-template <typename T, typename Key>
-void addUnique(json& array, std::set<std::string>& seen, const Key& key, const T& value)
-{
-    if (seen.insert(key).second)
-        array.push_back(value);
-}
-
 // One line per valijson error: "/pointer: description".
 void collectErrors(valijson::ValidationResults& results, std::vector<std::string>& out)
 {
@@ -233,43 +229,35 @@ tl::expected<json, ReportError> block(const std::string& text, const char* name)
     return doc;
 }
 
-tl::expected<json, ReportError> buildReport(const ReportInput& input)
+/// The lists of inputs a report keeps once per id, in the order of first use.
+constexpr std::array<const char*, 5> kInputLists = {"models", "cards", "engines", "weights_formats", "kv_dtypes"};
+
+/// What one plan contributes to a report: its request, its plan, its what-fits cell, and its
+/// entry (with the id it is kept under) in each of kInputLists.
+struct PlanEntry {
+    json request;
+    json plan;
+    json cell;
+    std::array<std::pair<std::string, json>, kInputLists.size()> lists;
+};
+
+PlanEntry planEntry(const PlanRequest& r, const PlanResult& p, std::size_t index)
 {
-    if (input.requests.size() != input.plans.size())
-        return tl::unexpected(ReportError{"report: " + std::to_string(input.requests.size()) + " requests but "
-                                          + std::to_string(input.plans.size()) + " plans"});
-    json doc;
-    doc["schema_version"] = kReportSchemaVersion;
-    doc["kind"] = "headroom-capacity-report";
-    doc["title"] = input.title.empty() ? std::string("Capacity report") : input.title;
-    doc["tool"] = {{"name", "headroom"}, {"version", toolVersion()}};
-    doc["created_utc"] = input.createdUtc.empty() ? nowUtc() : input.createdUtc;
-
-    json models = json::array(), cards = json::array(), engines = json::array(), formats = json::array(),
-         kvDtypes = json::array(), requests = json::array();
-    std::set<std::string> seenModels, seenCards, seenEngines, seenFormats, seenKv;
-    json plans = json::array();
-    json matrix = json::array();
-    for (std::size_t i = 0; i < input.plans.size(); ++i) {
-        const PlanRequest& r = input.requests[i];
-        const PlanResult& p = input.plans[i];
-        addUnique(models, seenModels, r.model.id, modelJson(r.model, p));
-        addUnique(cards, seenCards, r.card.id, cardJson(r.card));
-        addUnique(engines, seenEngines, r.engine.id, engineJson(r.engine));
-        addUnique(formats, seenFormats, p.formatId, json{{"id", p.formatId}, {"description", r.format.description}});
-        addUnique(kvDtypes, seenKv, p.kvDtypeId, json{{"id", p.kvDtypeId}, {"bytes_per_value", r.kvDtype.bytesPerValue()}});
-        requests.push_back(requestJson(r));
-
-        json plan = planJsonObject(p);
-        if (auto flags = launchFlags(r, p))
-            plan["launch"] = launchJson(*flags);
-        else
-            plan["launch_error"] = flags.error();
-        if (auto roof = rooflineJson(r, p))
-            plan["roofline"] = *roof;
-        plans.push_back(plan);
-
-        json cell{{"plan_index", i},
+    PlanEntry e;
+    e.lists = {{{r.model.id, modelJson(r.model, p)},
+                {r.card.id, cardJson(r.card)},
+                {r.engine.id, engineJson(r.engine)},
+                {p.formatId, json{{"id", p.formatId}, {"description", r.format.description}}},
+                {p.kvDtypeId, json{{"id", p.kvDtypeId}, {"bytes_per_value", r.kvDtype.bytesPerValue()}}}}};
+    e.request = requestJson(r);
+    e.plan = planJsonObject(p);
+    if (auto flags = launchFlags(r, p))
+        e.plan["launch"] = launchJson(*flags);
+    else
+        e.plan["launch_error"] = flags.error();
+    if (auto roof = rooflineJson(r, p))
+        e.plan["roofline"] = *roof;
+    e.cell = json{{"plan_index", index},
                   {"model", p.modelId},
                   {"weights_format", p.formatId},
                   {"card", p.cardId},
@@ -280,16 +268,74 @@ tl::expected<json, ReportError> buildReport(const ReportInput& input)
                   {"users", p.users},
                   {"context_tokens", p.contextTokens},
                   {"verdict", verdictJsonObject(p.verdict)}};
-        if (p.maxContext)
-            cell["max_context"] = *p.maxContext;
-        if (p.maxUsers)
-            cell["max_users"] = *p.maxUsers;
-        matrix.push_back(cell);
+    if (p.maxContext)
+        e.cell["max_context"] = *p.maxContext;
+    if (p.maxUsers)
+        e.cell["max_users"] = *p.maxUsers;
+    return e;
+}
+
+/// kInputLists as plans fill them: each entry once per id, in the order of first use.
+class InputLists {
+public:
+    void add(PlanEntry& e)
+    {
+        for (std::size_t k = 0; k < kInputLists.size(); ++k)
+            if (m_seen[k].insert(e.lists[k].first).second)
+                m_lists[k].push_back(std::move(e.lists[k].second));
     }
-    doc["inputs"] = {{"models", models},     {"cards", cards},         {"engines", engines},
-                     {"weights_formats", formats}, {"kv_dtypes", kvDtypes}, {"requests", requests}};
-    doc["what_fits"] = matrix;
-    doc["plans"] = plans;
+    /// List @p k of kInputLists (an empty array before any plan).
+    json list(std::size_t k) const { return m_lists[k].is_null() ? json::array() : m_lists[k]; }
+
+private:
+    std::array<json, kInputLists.size()> m_lists;
+    std::array<std::set<std::string>, kInputLists.size()> m_seen;
+};
+
+/// The keys of a report that no plan gives: schema_version, kind, title, tool, created_utc.
+json reportHeader(const std::string& title, const std::string& createdUtc)
+{
+    json doc;
+    doc["schema_version"] = kReportSchemaVersion;
+    doc["kind"] = "headroom-capacity-report";
+    doc["title"] = title.empty() ? std::string("Capacity report") : safeText(title);
+    doc["tool"] = {{"name", "headroom"}, {"version", toolVersion()}};
+    doc["created_utc"] = createdUtc.empty() ? nowUtc() : createdUtc;
+    return doc;
+}
+
+/// "report: 20000 plans, more than the 4096 a report may hold", or empty.
+std::string planCountProblem(std::size_t plans)
+{
+    if (plans <= kMaxReportPlans)
+        return {};
+    return "report: " + std::to_string(plans) + " plans, more than the " + std::to_string(kMaxReportPlans) + " a report may hold";
+}
+
+tl::expected<json, ReportError> buildReport(const ReportInput& input)
+{
+    if (input.requests.size() != input.plans.size())
+        return tl::unexpected(ReportError{"report: " + std::to_string(input.requests.size()) + " requests but "
+                                          + std::to_string(input.plans.size()) + " plans"});
+    if (const std::string problem = planCountProblem(input.plans.size()); !problem.empty())
+        return tl::unexpected(ReportError{problem});
+    json doc = reportHeader(input.title, input.createdUtc);
+    InputLists lists;
+    json requests = json::array(), plans = json::array(), matrix = json::array();
+    for (std::size_t i = 0; i < input.plans.size(); ++i) {
+        PlanEntry e = planEntry(input.requests[i], input.plans[i], i);
+        lists.add(e);
+        requests.push_back(std::move(e.request));
+        plans.push_back(std::move(e.plan));
+        matrix.push_back(std::move(e.cell));
+    }
+    json inputs = json::object();
+    for (std::size_t k = 0; k < kInputLists.size(); ++k)
+        inputs[kInputLists[k]] = lists.list(k);
+    inputs["requests"] = std::move(requests);
+    doc["inputs"] = std::move(inputs);
+    doc["what_fits"] = std::move(matrix);
+    doc["plans"] = std::move(plans);
 
     auto probes = block(input.probesJson, "probes");
     if (!probes)
@@ -428,7 +474,54 @@ void diffValues(const json& reported, const json& now, const std::string& path, 
     }
 }
 
-tl::expected<ReportCheck, ReportError> checkImpl(const std::string& reportJson, const ProfileSet& profiles)
+/// Diffs the keys of @p reported and @p now at @p path, except those in @p skip.
+void diffKeys(const json& reported, const json& now, const std::string& path, std::initializer_list<const char*> skip,
+              ReportCheck& check)
+{
+    const auto skipped = [&](const std::string& key) {
+        return std::any_of(skip.begin(), skip.end(), [&](const char* k) { return key == k; });
+    };
+    json a = json::object(), b = json::object();
+    for (auto it = reported.begin(); it != reported.end(); ++it)
+        if (!skipped(it.key()))
+            a[it.key()] = *it;
+    for (auto it = now.begin(); it != now.end(); ++it)
+        if (!skipped(it.key()))
+            b[it.key()] = *it;
+    diffValues(a, b, path, check);
+}
+
+/// Diffs the recomputed entries of one input list (@p now) with the report's (@p reported) by
+/// their "id": when plans were left unchecked, the report's list also holds their entries.
+void diffListById(const json& reported, const json& now, const std::string& path, ReportCheck& check)
+{
+    std::map<std::string, std::size_t> at;
+    for (std::size_t i = 0; i < reported.size(); ++i)
+        if (reported[i].is_object() && reported[i].contains("id") && reported[i]["id"].is_string())
+            at.emplace(reported[i]["id"].get<std::string>(), i);
+    for (const json& entry : now) {
+        const auto found = at.find(entry["id"].get<std::string>());
+        if (found == at.end())
+            recordDrift(path + "/-", "(absent)", jsonText(entry), check);
+        else
+            diffValues(reported[found->second], entry, path + "/" + std::to_string(found->second), check);
+    }
+}
+
+/// Why plan @p i of the report is not recomputed without ReportCheckOptions::allowFetch (its
+/// model is no profile: a path, a hub repo, an Ollama name, a URL), or empty.
+std::string uncheckedReason(const json& request, std::size_t i, const ProfileSet& profiles, const ReportCheckOptions& options)
+{
+    const std::string model = request.at("model").get<std::string>();
+    if (options.allowFetch || profiles.findModel(model))
+        return {};
+    return "plan " + std::to_string(i) + " (model '" + safeText(model) + "'): not re-checked: the model is no built-in or user "
+        "profile, and re-checking it would open or fetch what the report names (a file, a folder, a hub cache, a URL); "
+        "allow that with --allow-fetch";
+}
+
+tl::expected<ReportCheck, ReportError> checkImpl(const std::string& reportJson, const ProfileSet& profiles,
+                                                 const ReportCheckOptions& options)
 {
     auto parsed = reportdetail::parse(reportJson, "report");
     if (!parsed)
@@ -437,44 +530,68 @@ tl::expected<ReportCheck, ReportError> checkImpl(const std::string& reportJson, 
     if (!stored.is_object())
         return tl::unexpected(ReportError{"report: expected a JSON object"});
     if (stored.contains("schema_version") && stored["schema_version"] != kReportSchemaVersion)
-        return tl::unexpected(ReportError{"report schema_version " + stored["schema_version"].dump() + ", this build reads "
+        return tl::unexpected(ReportError{"report schema_version " + jsonText(stored["schema_version"]) + ", this build reads "
                                           + std::to_string(kReportSchemaVersion)});
+    // Counted before the schema walks them: a few hundred bytes of JSON a request, each one a plan
+    // to recompute (review: 20,000 requests in 3.97 MB took 1.5 GB and 17-40 s).
+    if (stored.contains("inputs") && stored["inputs"].is_object() && stored["inputs"].contains("requests")
+        && stored["inputs"]["requests"].is_array())
+        if (const std::string problem = planCountProblem(stored["inputs"]["requests"].size()); !problem.empty())
+            return tl::unexpected(ReportError{problem});
     ReportCheck check;
     check.currentVersion = toolVersion();
     check.schemaErrors = reportdetail::schemaErrors(stored);
     if (!check.schemaErrors.empty())
         return check;
-    check.reportedVersion = stored["tool"]["version"].get<std::string>();
-
-    ReportInput input;
-    input.title = stored.value("title", std::string());
-    input.createdUtc = stored["created_utc"].get<std::string>();
+    check.reportedVersion = safeText(stored["tool"]["version"].get<std::string>());
     const json& requests = stored["inputs"]["requests"];
+    const json& plans = stored["plans"];
+    const json& cells = stored["what_fits"];
+    if (plans.size() != requests.size() || cells.size() != requests.size())
+        return tl::unexpected(ReportError{"report: " + std::to_string(requests.size()) + " requests, " + std::to_string(plans.size())
+                                          + " plans and " + std::to_string(cells.size())
+                                          + " what_fits cells: a report has one plan and one cell per request"});
+
+    // Recomputed one plan at a time and compared at once: memory is the parsed report and one
+    // plan, whatever the number of plans (the whole recomputed report was ~75 KB a plan).
+    maskInPlace(stored);
+    json header = reportHeader(stored.value("title", std::string()), stored["created_utc"].get<std::string>());
+    maskInPlace(header);
+    diffKeys(stored, header, "", {"inputs", "what_fits", "plans", "probes", "speed"}, check);
+    InputLists lists;
     for (std::size_t i = 0; i < requests.size(); ++i) {
+        if (std::string why = uncheckedReason(requests[i], i, profiles, options); !why.empty()) {
+            check.unchecked.push_back(std::move(why));
+            continue;
+        }
         auto req = rebuildRequest(requests[i], profiles);
         if (!req)
             return tl::unexpected(ReportError{"cannot recompute plan " + std::to_string(i) + ": " + req.error()});
         auto plan = makePlan(*req);
         if (!plan)
             return tl::unexpected(ReportError{"cannot recompute plan " + std::to_string(i) + ": " + plan.error()});
-        input.requests.push_back(std::move(*req));
-        input.plans.push_back(std::move(*plan));
+        PlanEntry e = planEntry(*req, *plan, i);
+        const std::string index = std::to_string(i);
+        diffValues(requests[i], e.request, "/inputs/requests/" + index, check);
+        diffValues(plans[i], e.plan, "/plans/" + index, check);
+        diffValues(cells[i], e.cell, "/what_fits/" + index, check);
+        lists.add(e);
+        ++check.checkedPlans;
     }
-    auto now = buildReport(input);
-    if (!now)
-        return tl::unexpected(now.error());
+    const json& inputs = stored["inputs"];
+    diffKeys(inputs, json::object(), "/inputs", {"requests", "models", "cards", "engines", "weights_formats", "kv_dtypes"},
+             check);
+    for (std::size_t k = 0; k < kInputLists.size(); ++k) {
+        const json now = lists.list(k);
+        const std::string path = std::string("/inputs/") + kInputLists[k];
+        if (check.unchecked.empty())
+            diffValues(inputs[kInputLists[k]], now, path, check);
+        else
+            diffListById(inputs[kInputLists[k]], now, path, check);
+    }
     check.recomputed = true;
     if (stored.contains("probes") && stored["probes"].is_object())
         check.probeVerdictProblems = recheckProbeVerdicts(stored["probes"].dump());
-
-    json a = stored;
-    json b = *now;
-    for (json* d : {&a, &b}) {
-        maskInPlace(*d);
-        d->erase("probes");
-        d->erase("speed");
-    }
-    diffValues(a, b, "", check);
     return check;
 }
 
@@ -566,11 +683,12 @@ tl::expected<std::string, ReportError> maskVolatileFields(const std::string& rep
     }
 }
 
-tl::expected<ReportCheck, ReportError> checkReport(const std::string& reportJson, const ProfileSet& profiles)
+tl::expected<ReportCheck, ReportError> checkReport(const std::string& reportJson, const ProfileSet& profiles,
+                                                   const ReportCheckOptions& options)
 {
     // Nothing thrown by nlohmann, valijson or the standard library crosses the core API (STYLE.md §6).
     try {
-        return checkImpl(reportJson, profiles);
+        return checkImpl(reportJson, profiles, options);
     } catch (const std::exception& e) {
         return tl::unexpected(ReportError{std::string("report: ") + e.what()});
     }

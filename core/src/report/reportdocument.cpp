@@ -1,5 +1,6 @@
 #include "headroom/core/report/reportdocument.h"
 
+#include "headroom/core/safetext.h"
 #include "headroom/core/units.h"
 #include "headroom/core/verdict.h"
 
@@ -716,6 +717,20 @@ std::vector<const json*> detailedPlans(const json& doc)
     return out;
 }
 
+/// Every string of @p doc made safe (safeLines: control characters escaped, newlines kept): a
+/// report is untrusted (a title with an escape sequence went raw into Markdown and HTML).
+/// Recursion is bounded by the report's parse depth (kMaxReportDepth).
+void makeStringsSafe(json& doc)
+{
+    if (doc.is_string()) {
+        if (const std::string& s = doc.get_ref<const std::string&>(); !isSafeText(s))
+            doc = safeLines(s);
+    } else if (doc.is_structured()) {
+        for (json& child : doc)
+            makeStringsSafe(child);
+    }
+}
+
 /// @p source with each plan and cell naming its model by the model's own name (an imported
 /// model's id is its path) where that name is unique among the report's models; the Inputs
 /// section keeps the id next to the name.
@@ -748,7 +763,9 @@ json withModelNames(const json& source)
 
 tl::expected<Document, ReportError> layout(const json& source)
 {
-    const json doc = withModelNames(source);
+    json safe = source;
+    makeStringsSafe(safe);
+    const json doc = withModelNames(safe);
     Document d;
     d.title = doc["title"].get<std::string>();
     const json& in = doc["inputs"];

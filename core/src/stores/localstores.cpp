@@ -230,7 +230,9 @@ std::vector<fs::path> modelGgufFiles(const fs::path& dir)
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (name.ends_with(".gguf") && it->is_regular_file(ec) && !isProjectorName(name) && !isLaterShard(name))
+        // Not only regular files: a FIFO, a device or a dangling link named *.gguf is listed with
+        // the error that refuses it (importModel opens regular files only), not hidden.
+        if (name.ends_with(".gguf") && !it->is_directory(ec) && !isProjectorName(name) && !isLaterShard(name))
             out.push_back(it->path());
     }
     std::sort(out.begin(), out.end());

@@ -147,8 +147,10 @@ std::vector<LocalModel> scanOllamaStore(const fs::path& modelsDir)
             for (const fs::path& model : stores::subfolders(ns)) {
                 std::vector<fs::path> tags;
                 std::error_code ec;
+                // Every tag but a folder: a FIFO, a device or a link to one is listed with the
+                // error that refuses it (the manifest reader opens regular files only), not hidden.
                 for (fs::directory_iterator it(model, ec), end; !ec && it != end; it.increment(ec))
-                    if (it->is_regular_file(ec))
+                    if (!it->is_directory(ec))
                         tags.push_back(it->path());
                 std::sort(tags.begin(), tags.end());
                 for (const fs::path& tag : tags) {

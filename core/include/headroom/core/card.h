@@ -6,6 +6,7 @@
 
 #include "headroom/core/units.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,16 @@ struct Card {
     /// total_note says how it was derived). Faces show it as "estimated".
     bool totalEstimated = false;
 };
+
+/// The largest card total Headroom plans for: 1024 TiB (2^50 bytes), some thousand times the largest
+/// GPU there is (288 GB), far below where byte sums of a plan (weights + KV of many users) or the
+/// report's JSON integers (at most 2^63 - 1 signed, the schema validator's) would overflow.
+inline constexpr std::uint64_t kMaxCardBytes = 1ull << 50;
+
+/// Why @p totalBytes is not a card size: "a card has at least 1 byte" for 0, "more than the largest
+/// card size, 1024TiB (1,125,899,906,842,624 bytes)" above kMaxCardBytes; empty when it is one.
+/// The one rule for --card sizes, card profiles (built-in and user) and reports.
+std::string cardSizeProblem(std::uint64_t totalBytes);
 
 /// An anonymous card of @p size bytes total ("8GiB" -> 8,589,934,592 B).
 Card anonymousCard(std::string_view sizeText, Bytes size);

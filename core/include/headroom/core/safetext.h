@@ -4,6 +4,8 @@
 /// profiles, reports and path names are untrusted, and may hold bytes that are not UTF-8 (which
 /// the JSON writer refuses) or control characters (which a terminal obeys).
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,6 +17,15 @@ namespace headroom {
 /// DEL, `\u00NN` for C1. Well-formed text without controls is returned unchanged, so the
 /// function is idempotent. Linear in the input; the output is at most 6 times as long.
 std::string safeText(std::string_view text);
+
+/// safeText of each line of @p text, its newlines kept: for messages and documents of several
+/// lines (a report's notes, an error that quotes a file's lines). Idempotent and linear.
+std::string safeLines(std::string_view text);
+
+/// Byte offset of the first byte of @p text that is not well-formed UTF-8 (safeText's rule), or
+/// nullopt when all of it is: for an option whose value must be text ("--title: byte 3 (0xff) is
+/// not UTF-8").
+std::optional<std::size_t> invalidUtf8At(std::string_view text);
 
 /// True when safeText(@p text) would return @p text unchanged.
 bool isSafeText(std::string_view text);

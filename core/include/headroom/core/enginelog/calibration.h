@@ -156,25 +156,38 @@ tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& re
 std::string calibrationToJson(const LogCalibration& calibration);
 /// Reads a calibration; errors name the file, the key and the versions.
 tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string& text, const std::string& fileName);
-/// The best saved calibration for @p request in @p userProfilesDir/calibrations: of the files of
-/// the request's engine measured on a card of the same total bytes (whatever the card was called:
-/// "h100-sxm" and "79.19GiB" of the same total match), the one of the same model, else one of
-/// another model (calibrationScope ModelIndependent); of several, the one saved under the card's
-/// own name. At most 256 files are read; an unreadable
-/// one is an error naming it.
+/// Most calibration files read from one folder; more are ignored.
+inline constexpr std::size_t kMaxSavedCalibrations = 256;
+
+/// The calibrations saved in @p userProfilesDir/calibrations, read once: every *.json file (not
+/// hidden) in name order, at most kMaxSavedCalibrations. The folder is the user's and untrusted:
+/// a file that cannot be read as a calibration (not JSON, nested too deep, over 1 MiB, a FIFO, a
+/// device, a symlink to one, a folder) is skipped with one warning naming it, so that one bad file
+/// never breaks every plan.
+struct CalibrationFolder {
+    std::vector<std::pair<std::filesystem::path, LogCalibration>> calibrations; ///< the readable ones, by file name
+    std::vector<std::string> warnings; ///< "skipped calibration: FILE: why", one a skipped file
+};
+CalibrationFolder readCalibrationFolder(const std::filesystem::path& userProfilesDir);
+
+/// The best saved calibration for @p request in @p folder: of the files of the request's engine
+/// measured on a card of the same total bytes (whatever the card was called: "h100-sxm" and
+/// "79.19GiB" of the same total match), the one of the same model, else one of another model
+/// (calibrationScope ModelIndependent); of several, the one saved under the card's own name.
 struct SavedCalibration {
     std::optional<LogCalibration> calibration; ///< the one that applies, if any
     std::filesystem::path file;                ///< its file
     std::string why;                           ///< when none applies but some exist: why none matched
 };
-tl::expected<SavedCalibration, std::string> findSavedCalibration(const std::filesystem::path& userProfilesDir,
-                                                                 const PlanRequest& request);
+SavedCalibration findSavedCalibration(const CalibrationFolder& folder, const PlanRequest& request);
 /// @p request with the calibration findSavedCalibration picks, when it was measured at the
 /// request's micro-batch (or the request asks for none); unchanged for a flat reserve or without a
 /// saved calibration. When calibrations of the engine exist but none applies (another card total,
 /// another micro-batch), MeasuredOverheads::source says why, so the plan's notes name it. Every
-/// face plans through this, so a saved calibration is used, and named, everywhere. Errors: a saved
-/// file is unreadable.
+/// face plans through this, so a saved calibration is used, and named, everywhere.
+PlanRequest applySavedCalibration(PlanRequest request, const CalibrationFolder& folder);
+/// applySavedCalibration of readCalibrationFolder(@p userProfilesDir) (its warnings dropped: a
+/// face that shows them reads the folder once itself). Never an error: a bad file is skipped.
 tl::expected<PlanRequest, std::string> applySavedCalibration(PlanRequest request, const std::filesystem::path& userProfilesDir);
 /// Saves @p comparison's calibration to @p file (atomically: the old file stays whole until the new
 /// one replaces it), or, with an empty @p file, to calibrationPath in @p userProfilesDir. Refused,

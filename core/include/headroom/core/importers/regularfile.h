@@ -16,6 +16,12 @@
 
 namespace headroom {
 
+/// What a path that is not a regular file is, for a warning or a refusal: "a FIFO", "a character
+/// device", "a block device", "a socket", "a folder", "a symbolic link to a FIFO" (the link is
+/// followed: lstat, then stat); "a dangling symbolic link", "a loop of symbolic links"; empty
+/// for a regular file (or a link to one) and for a path that does not exist.
+std::string specialFileKind(const std::filesystem::path& path);
+
 /// A regular file open for reading. Move-only; closes its descriptor when destroyed.
 class RegularFile {
 public:

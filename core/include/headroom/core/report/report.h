@@ -27,6 +27,9 @@ inline constexpr int kReportSchemaVersion = 1;
 inline constexpr std::size_t kMaxReportBytes = 64u << 20;
 /// Deepest nesting read (a report nests 6 levels); deeper input is refused before parsing.
 inline constexpr int kMaxReportDepth = 64;
+/// Most plans a report holds (written or checked): a report of 4,096 plans is about 50 MB, near
+/// kMaxReportBytes, and checkReport recomputes them all (about 1 ms a plan).
+inline constexpr std::size_t kMaxReportPlans = 4096;
 /// Drifts kept by checkReport; ReportCheck::driftCount counts them all.
 inline constexpr std::size_t kMaxReportedDrifts = 1000;
 
@@ -84,15 +87,32 @@ struct ReportCheck {
     /// Probe verdicts that their own recorded values do not give (recheckProbeVerdicts of
     /// core/probeverdict.h over the "probes" block); empty when every verdict holds.
     std::vector<std::string> probeVerdictProblems;
+    /// The plans not recomputed, and why, one line each ("plan 3 (model 'org/name'): not
+    /// re-checked: ..."): without ReportCheckOptions::allowFetch, those whose model is no profile.
+    std::vector<std::string> unchecked;
+    std::size_t checkedPlans = 0; ///< plans recomputed and compared
+};
+
+/// How checkReport re-resolves what a report names.
+struct ReportCheckOptions {
+    /// Resolve the models a report names as resolveModel does: by path (files and folders are
+    /// opened and read), from the local hub cache and Ollama store, and over HTTP (hf://, ORG/NAME,
+    /// URLs). Off by default: a report is untrusted input, and checking it must not read or fetch
+    /// what it names; only profiles (built-in and user) are used, and a plan whose model is none
+    /// is listed in ReportCheck::unchecked.
+    bool allowFetch = false;
 };
 
 /// Validates @p reportJson against the schema, then rebuilds every request from the report's
-/// inputs (profiles by id, model files by path; the hash of the files read is compared too),
-/// recomputes the plans with this version and compares everything but the volatile fields and
-/// the measured blocks (probes, speed). Errors: not JSON, schema_version not 1 (both versions
-/// named), or an input that no longer resolves (an unknown profile id, a model file gone, a
-/// model path that is not a regular file). Bounded: kMaxReportBytes, kMaxReportDepth, and a
-/// diff linear in the size of the report.
-tl::expected<ReportCheck, ReportError> checkReport(const std::string& reportJson, const ProfileSet& profiles);
+/// inputs (profiles by id; model files by path, hub repos and URLs only with
+/// ReportCheckOptions::allowFetch, the hash of the files read compared too), recomputes the plans
+/// with this version one at a time and compares everything but the volatile fields and the
+/// measured blocks (probes, speed). Errors: not JSON, schema_version not 1 (both versions named),
+/// more than kMaxReportPlans plans, requests, plans and cells that differ in count, or an input
+/// that no longer resolves (an unknown profile id, a model file gone, a model path that is not a
+/// regular file). Bounded: kMaxReportBytes, kMaxReportDepth, kMaxReportPlans; memory is the
+/// parsed report and one recomputed plan at a time; the diff is linear in the size of the report.
+tl::expected<ReportCheck, ReportError> checkReport(const std::string& reportJson, const ProfileSet& profiles,
+                                                   const ReportCheckOptions& options = {});
 
 } // namespace headroom
