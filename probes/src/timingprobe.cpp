@@ -18,6 +18,15 @@
 
 namespace headroom::probes {
 
+namespace {
+/// Timed runs, at least, of each of the two points that calibrate the speed model (the batch-1
+/// decode step with the fewest cached tokens, the longest prefill): every other row is predicted
+/// from their medians. On this project's loaded 2-core machine one 100-token prefill of the test
+/// model took 5.3 to 25 ms between runs (tst_probes at load 11, 2026-12-01), so a median of 3 let
+/// one slow prefill set the compute peak.
+constexpr std::uint32_t kCalibrationReps = 7;
+} // namespace
+
 TimingProbeOptions cpuTimingDefaults()
 {
     TimingProbeOptions o;
@@ -127,11 +136,26 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
     speed.layers = arch.layers;
     speed.attentionWidth = std::uint64_t{arch.attentionHeads} * arch.headDim;
 
-    // Measure every point first (medians), then calibrate and judge.
+    // Calibration (core/speed/calibration.h): the decode bandwidth from the batch-1 decode point
+    // with the fewest cached tokens, the compute peak from the longest prefill.
+    std::optional<std::size_t> bandwidthPoint, computePoint;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        const Point& p = points[i];
+        if (p.kind != Point::Prefill && p.batch == 1 && (!bandwidthPoint || p.tokens < points[*bandwidthPoint].tokens))
+            bandwidthPoint = i;
+        if (p.kind == Point::Prefill && (!computePoint || p.tokens > points[*computePoint].tokens))
+            computePoint = i;
+    }
+
+    // Measure every point first (medians), then calibrate and judge. The two calibration points
+    // take at least kCalibrationReps timed runs: every other row is predicted from their medians.
     const std::uint32_t reps = std::max<std::uint32_t>(options.reps, 1);
+    const std::uint32_t calibrationReps = std::max(reps, kCalibrationReps);
     std::vector<double> medians(points.size()), cvs(points.size());
     for (std::size_t i = 0; i < points.size(); ++i) {
         const Point& p = points[i];
+        const bool calibrates = i == bandwidthPoint || i == computePoint;
+        const std::uint32_t runs = calibrates ? calibrationReps : reps;
         progress.report(0.1 + 0.9 * static_cast<double>(i) / static_cast<double>(points.size()),
                         p.kind == Point::Prefill ? "prefill " + formatThousands(p.tokens) + " tokens"
                                                  : "decode batch " + std::to_string(p.batch) + " x " + formatThousands(p.tokens));
@@ -151,7 +175,7 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
             if (auto s = model.setSequences(detail::packedSequences(p.batch, p.tokens)); !s)
                 return failedResult("timing", s.error().message);
         }
-        for (std::uint32_t k = 0; k < options.warmup + reps; ++k) {
+        for (std::uint32_t k = 0; k < options.warmup + runs; ++k) {
             if (progress.cancelled())
                 return cancelledResult("timing");
             if (flush.get())
@@ -170,16 +194,6 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
         cvs[i] = detail::coefficientOfVariation(times);
     }
 
-    // Calibration (core/speed/calibration.h): the decode bandwidth from the batch-1 decode point
-    // with the fewest cached tokens, the compute peak from the longest prefill.
-    std::optional<std::size_t> bandwidthPoint, computePoint;
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        const Point& p = points[i];
-        if (p.kind != Point::Prefill && p.batch == 1 && (!bandwidthPoint || p.tokens < points[*bandwidthPoint].tokens))
-            bandwidthPoint = i;
-        if (p.kind == Point::Prefill && (!computePoint || p.tokens > points[*computePoint].tokens))
-            computePoint = i;
-    }
     const double calBandwidth = bandwidthPoint
         ? calibratedBandwidthGBps(speed, 1, points[*bandwidthPoint].tokens, medians[*bandwidthPoint]) : 0.0;
     const double calPeak = computePoint ? calibratedPeakTflops(speed, points[*computePoint].tokens, medians[*computePoint]) : 0.0;
@@ -274,7 +288,8 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
                   100 * tolerance);
     r.notes.push_back(cal);
     r.notes.push_back(std::string(device.kind() == DeviceKind::Cuda ? "CUDA events" : "steady clock") + "; median of "
-                      + std::to_string(reps) + " after " + std::to_string(options.warmup) + " warm-up runs per point");
+                      + std::to_string(reps) + " after " + std::to_string(options.warmup) + " warm-up runs per point ("
+                      + std::to_string(calibrationReps) + " for the two calibration points)");
     r.notes.push_back("prefill runs the prompt in chunks of 64 tokens: batched GEMVs and causal decode attention (token i "
                       "attends to tokens 0..i); TTFT = prefill time; TPOT = decode step at batch 1");
     r.notes.push_back("knee: first batch of the sweep whose next point adds < 15 % tokens/s (null: not reached in the sweep)");

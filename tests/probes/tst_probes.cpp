@@ -394,10 +394,15 @@ TEST_CASE("timing: decode against batch and context, prefill, TTFT, TPOT and the
     CHECK(context[0]["calibration"] == true);
     CHECK(context[0]["verdict"] == "measured");
     // Its prediction is max(bytes / calibrated bandwidth, FLOPs / calibrated peak): the measured
-    // time itself, or more when the peak from a slow (loaded-machine) prefill makes the compute
-    // term of one token the larger one.
+    // time itself, or more when the compute term of one token (the peak from the median of 7
+    // prefills) is the larger one. A batched prefill costs less a token than a decode step (here
+    // 0.05-0.25 ms a token against 0.27-0.39 ms a step in 5 runs at load 11 on 2 cores, every
+    // ratio 1.0), so the row must stay within the timing tolerance: ratio in [0.75, 1].
     CHECK(context[0]["ratio"].get<double>() <= 1.0 + 1e-9);
-    CHECK(context[0]["ratio"].get<double>() > 0.0);
+    CHECK(context[0]["ratio"].get<double>() >= 1.0 - kTimingTolerance);
+    CHECK(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& note) {
+        return note.find("median of 3 after 1 warm-up runs per point (7 for the two calibration points)") != std::string::npos;
+    }));
     CHECK(prefill[1]["calibration"] == true);
     CHECK(prefill[1]["ratio"].get<double>() == Approx(1.0));
     std::size_t within = 0;

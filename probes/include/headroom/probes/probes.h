@@ -148,7 +148,8 @@ TimingProbeOptions cpuTimingDefaults();
 /// streams more than that). Prefill runs the prompt in chunks of 64 tokens: batched GEMVs and
 /// causal attention. The speed model is then calibrated by what was measured
 /// (core/speed/calibration.h): the decode bandwidth from the batch-1 point with the fewest cached
-/// tokens, the compute peak from the longest prefill; those rows are marked "calibration" and
+/// tokens, the compute peak from the longest prefill, each the median of at least 7 timed runs
+/// (whatever reps says); those rows are marked "calibration" and
 /// carry no verdict; every other row shows the measured and the predicted time, their ratio, and
 /// a verdict against +-kTimingTolerance (timingRowVerdict). Keys: decode [{batch,
 /// context_tokens, step_ms, tokens_per_s, predicted_step_ms, ratio, verdict, calibration?, cv}],
