@@ -42,6 +42,10 @@ std::string validateVision(const VisionConfig& v)
         return "vision channels, temporal_patch_size and spatial_merge_size must be in 1..16";
     if (v.outputSize < 1 || v.outputSize > kMaxHidden)
         return outOfRange("vision output size", v.outputSize, 1, kMaxHidden);
+    if (v.kind == VisionKind::Llama4 && (v.adapterSize < 1 || v.adapterSize > kMaxHidden))
+        return outOfRange("vision adapter size (projector_input_dim)", v.adapterSize, 1, kMaxHidden);
+    if (v.kind != VisionKind::Llama4 && v.adapterSize != 0)
+        return "vision adapter size is a Llama 4 field; " + std::string(visionKindName(v.kind)) + " has none";
     return {};
 }
 } // namespace
@@ -151,13 +155,16 @@ const char* visionKindName(VisionKind kind)
         return "qwen2-vl";
     case VisionKind::Qwen25Vl:
         return "qwen2.5-vl";
+    case VisionKind::Llama4:
+        return "llama4";
     }
     return "";
 }
 
 VisionKind visionKindFromName(const std::string& name)
 {
-    for (VisionKind k : {VisionKind::Siglip, VisionKind::Clip, VisionKind::Pixtral, VisionKind::Qwen2Vl, VisionKind::Qwen25Vl})
+    for (VisionKind k : {VisionKind::Siglip, VisionKind::Clip, VisionKind::Pixtral, VisionKind::Qwen2Vl, VisionKind::Qwen25Vl,
+                         VisionKind::Llama4})
         if (name == visionKindName(k))
             return k;
     return VisionKind::None;

@@ -269,18 +269,19 @@ bool readVision(const json& j, const std::string& pointer, VisionConfig& v, std:
     ObjectReader r(j, pointer, key, message);
     std::string kind;
     if (!r.checkObject({"kind", "layers", "hidden_size", "intermediate_size", "heads", "patch_size", "image_size",
-                        "channels", "temporal_patch_size", "merge_size", "output_size"})
+                        "channels", "temporal_patch_size", "merge_size", "output_size", "adapter_size"})
         || !r.stringValue("kind", kind))
         return false;
     v.kind = visionKindFromName(kind);
     if (v.kind == VisionKind::None)
-        return r.fail("kind", "expected siglip, clip, pixtral, qwen2-vl or qwen2.5-vl, found \"" + kind + "\"");
+        return r.fail("kind", "expected siglip, clip, pixtral, qwen2-vl, qwen2.5-vl or llama4, found \"" + kind + "\"");
     return r.unsignedValue("layers", v.layers, true, 1) && r.unsignedValue("hidden_size", v.hiddenSize, true, 1)
         && r.unsignedValue("intermediate_size", v.intermediateSize, true, 1) && r.unsignedValue("heads", v.heads, true, 1)
         && r.unsignedValue("patch_size", v.patchSize, true, 1) && r.unsignedValue("image_size", v.imageSize, true)
         && r.unsignedValue("channels", v.channels, false, 1)
         && r.unsignedValue("temporal_patch_size", v.temporalPatchSize, false, 1)
-        && r.unsignedValue("merge_size", v.mergeSize, false, 1) && r.unsignedValue("output_size", v.outputSize, true, 1);
+        && r.unsignedValue("merge_size", v.mergeSize, false, 1) && r.unsignedValue("output_size", v.outputSize, true, 1)
+        && r.unsignedValue("adapter_size", v.adapterSize, v.kind == VisionKind::Llama4, 1);
 }
 
 } // namespace
@@ -456,6 +457,8 @@ nlohmann::json architectureToJson(const Architecture& a)
             j["vision"]["temporal_patch_size"] = v.temporalPatchSize;
         if (v.mergeSize != 1)
             j["vision"]["merge_size"] = v.mergeSize;
+        if (v.adapterSize != 0)
+            j["vision"]["adapter_size"] = v.adapterSize;
     }
     if (a.ropeScaling.enabled()) {
         j["rope_scaling"] = {{"type", a.ropeScaling.type}, {"factor", a.ropeScaling.factor}};

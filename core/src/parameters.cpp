@@ -177,7 +177,7 @@ private:
 
     // Vision tower and projector, outside the blocks (layer -1): names and shapes as in
     // transformers' modeling_siglip.py / modeling_clip.py / modeling_pixtral.py / modeling_qwen2_vl.py /
-    // modeling_qwen2_5_vl.py and the projectors of modeling_gemma3.py / modeling_llava.py / modeling_mistral3.py.
+    // modeling_qwen2_5_vl.py / modeling_llama4.py and the projectors of modeling_gemma3.py / modeling_llava.py / modeling_mistral3.py.
     void addVision(const VisionConfig& v)
     {
         const std::uint64_t h = v.hiddenSize;
@@ -272,6 +272,29 @@ private:
             norm(prefix + "merger.ln_q", layerNorm);
             linear(prefix + "merger.mlp.0", merged, merged, true);
             linear(prefix + "merger.mlp.2", v.outputSize, merged, true);
+            return;
+        }
+        case VisionKind::Llama4: {
+            // modeling_llama4.py Llama4VisionModel / Llama4VisionPixelShuffleMLP /
+            // Llama4MultiModalProjector (Scout: 871.9 M parameters, 34 layers of 1408).
+            prefix = "vision_model.";
+            vector(prefix + "class_embedding", h);
+            matrix(prefix + "positional_embedding_vlm", v.patchesPerImage() + 1, h);
+            matrix(prefix + "patch_embedding.linear.weight", h, patch);
+            norm(prefix + "layernorm_pre", true);
+            norm(prefix + "layernorm_post", true);
+            for (std::uint32_t i = 0; i < v.layers; ++i) {
+                const std::string l = prefix + "model.layers." + std::to_string(i) + ".";
+                for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"})
+                    linear(l + "self_attn." + p, h, h, true);
+                linear(l + "mlp.fc1", in, h, true);
+                linear(l + "mlp.fc2", h, in, true);
+                norm(l + "input_layernorm", true);
+                norm(l + "post_attention_layernorm", true);
+            }
+            linear(prefix + "vision_adapter.mlp.fc1", v.adapterSize, in, false);
+            linear(prefix + "vision_adapter.mlp.fc2", v.adapterSize, v.adapterSize, false);
+            linear("multi_modal_projector.linear_1", v.outputSize, v.adapterSize, false);
             return;
         }
         case VisionKind::None:

@@ -64,9 +64,14 @@ TEST_CASE("catalog: MoE models keep every expert but the cache of their attentio
     }
     CHECK(moeLayers == 24);
     CHECK(denseLayers == 24);
-    // Scout: every layer MoE (16 experts), text parameters 107.77B of the published 108.6B total
-    // (the rest is the vision encoder).
-    CHECK(parameterCount(arch("llama-4-scout")) == 107'769'861'120ull);
+    // Scout: every layer MoE (16 experts), text parameters 107,769,861,120 and the vision encoder,
+    // adapter and projector (modeling_llama4.py) 871,932,416: the published 108.6B total.
+    std::uint64_t visionParams = 0;
+    for (const TensorSpec& t : listTensors(arch("llama-4-scout")))
+        if (t.role == TensorRole::VisionMatrix || t.role == TensorRole::VisionVector)
+            visionParams += t.elements();
+    CHECK(visionParams == 871'932'416ull);
+    CHECK(parameterCount(arch("llama-4-scout")) == 107'769'861'120ull + 871'932'416ull);
 }
 
 TEST_CASE("catalog: sliding-window layers are split from the global ones", "[catalog]")

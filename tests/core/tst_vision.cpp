@@ -88,6 +88,23 @@ const char* kMistralSmall31 = R"({
   "vision_feature_layer": -1
 })";
 
+// https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E-Instruct/blob/main/config.json (the keys
+// that shape the weights; the published file also carries token ids and dropout settings).
+const char* kLlama4Scout = R"({
+  "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4", "tie_word_embeddings": false,
+  "text_config": {"attention_bias": false, "attention_chunk_size": 8192, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 5120, "interleave_moe_layer_step": 1, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+    "max_position_embeddings": 10485760, "model_type": "llama4_text", "num_attention_heads": 40,
+    "num_experts_per_tok": 1, "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 16,
+    "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "torch_dtype": "bfloat16", "use_qk_norm": true,
+    "vocab_size": 202048},
+  "vision_config": {"attention_dropout": 0.0, "hidden_act": "gelu", "hidden_size": 1408, "image_size": 336,
+    "intermediate_size": 5632, "model_type": "llama4_vision_model", "multi_modal_projector_bias": false,
+    "norm_eps": 1e-05, "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 34, "patch_size": 14,
+    "pixel_shuffle_ratio": 0.5, "projector_input_dim": 4096, "projector_output_dim": 4096, "rope_theta": 10000,
+    "vision_output_dim": 4096}
+})";
+
 } // namespace
 
 TEST_CASE("vision towers from config.json give the published parameter counts", "[vision]")
@@ -116,6 +133,19 @@ TEST_CASE("vision towers from config.json give the published parameter counts", 
         CHECK(a.vision.outputSize == 3584);
         CHECK(visionParameters(a) == 676'550'144ull);
         CHECK(parameterCount(a) == 8'292'166'656ull);
+    }
+    SECTION("Llama-4-Scout: unfolded patch linear, 34 LayerNorm blocks, pixel-shuffle adapter, 871,932,416")
+    {
+        // modeling_llama4.py: class embedding 1,408 + position table 577 x 1,408 + patch linear
+        // 1,408 x 588 + pre/post LayerNorms, 34 x 23,807,872 per block, adapter fc1 4,096 x 5,632
+        // and fc2 4,096 x 4,096, projector 5,120 x 4,096 = 871,932,416 (vLLM mllama4.py shards the
+        // same matrices over TP); with the text's 107,769,861,120 the published 108.6B (the
+        // total is checked on the llama-4-scout profile, tst_catalog.cpp).
+        const Architecture a = parsed(kLlama4Scout);
+        CHECK(a.vision.kind == VisionKind::Llama4);
+        CHECK(a.vision.adapterSize == 4096);
+        CHECK(a.vision.outputSize == 5120);
+        CHECK(visionParameters(a) == 871'932'416ull);
     }
     SECTION("Qwen2-VL-7B: LayerNorm fc1/fc2 blocks, 8,291,375,616")
     {

@@ -85,7 +85,7 @@ std::optional<std::string> quantFormat(const JsonObject& q, std::vector<std::str
 
 /// The vision tower of a multimodal config (`vision_config`), keyed by the top-level model_type;
 /// absent keys take transformers' config-class defaults (SiglipVisionConfig, CLIPVisionConfig,
-/// PixtralVisionConfig, Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig). A vision_config of another
+/// PixtralVisionConfig, Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig, Llama4VisionConfig). A vision_config of another
 /// model type is reported in the warnings and not priced.
 void readVision(const JsonObject& top, const std::string& topType, const Architecture& text, VisionConfig& v,
                 std::vector<std::string>& warnings)
@@ -104,6 +104,7 @@ void readVision(const JsonObject& top, const std::string& topType, const Archite
         {"mistral3", {VisionKind::Pixtral, 24, 1024, 4096, 16, 1024, 16}},
         {"qwen2_vl", {VisionKind::Qwen2Vl, 32, 1280, 5120, 16, 0, 14}},
         {"qwen2_5_vl", {VisionKind::Qwen25Vl, 32, 3584, 3420, 16, 0, 14}},
+        {"llama4", {VisionKind::Llama4, 34, 768, 5632, 16, 448, 14}},
     };
     const auto it = kinds.find(topType);
     if (it == kinds.end()) {
@@ -141,6 +142,22 @@ void readVision(const JsonObject& top, const std::string& topType, const Archite
         if (d.kind == VisionKind::Pixtral)
             v.mergeSize = static_cast<std::uint32_t>(bounded({"spatial_merge_size"}, top.uintOf("spatial_merge_size").value_or(2), 16));
         v.outputSize = text.hiddenSize;
+    }
+    if (d.kind == VisionKind::Llama4) {
+        // The adapter maps intermediate_size -> projector_input_dim -> projector_output_dim, and the
+        // projector takes vision_output_dim: one width in every published Llama 4 (4096).
+        v.adapterSize = bounded({"projector_input_dim"}, 4096, 1u << 20);
+        const std::uint64_t out = bounded({"projector_output_dim"}, 4096, 1u << 20);
+        const std::uint64_t visionOut = bounded({"vision_output_dim"}, 7680, 1u << 20);
+        if (out != v.adapterSize || visionOut != v.adapterSize) {
+            warnings.push_back(c.path("") + ": projector_input_dim " + std::to_string(v.adapterSize) + ", projector_output_dim "
+                               + std::to_string(out) + " and vision_output_dim " + std::to_string(visionOut)
+                               + " differ: the vision tower is not priced");
+            v = VisionConfig{};
+            return;
+        }
+        if (c.boolOf("multi_modal_projector_bias").value_or(false))
+            warnings.push_back("multi_modal_projector_bias true: the adapter biases are not counted");
     }
     if (d.kind == VisionKind::Clip && !top.boolOf("multimodal_projector_bias").value_or(true))
         warnings.push_back("multimodal_projector_bias false: the projector biases are counted anyway");

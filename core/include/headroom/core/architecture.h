@@ -153,6 +153,12 @@ enum class VisionKind {
     /// Qwen2.5-VL (modeling_qwen2_5_vl.py): RMSNorm, fused biased qkv, gated biased MLP; merger as
     /// Qwen2-VL with an RMSNorm.
     Qwen25Vl,
+    /// Llama 4 (modeling_llama4.py Llama4VisionModel): an unfolded patch linear without bias, a class
+    /// embedding and a position table of (image/patch)^2 + 1 rows, LayerNorm pre/post and per layer,
+    /// biased q/k/v/o and fc1/fc2; the pixel-shuffle adapter vision_adapter.mlp fc1 [adapter,
+    /// intermediate] and fc2 [adapter, adapter] without biases (multi_modal_projector_bias false), then
+    /// multi_modal_projector.linear_1 [text hidden, adapter] without bias.
+    Llama4,
 };
 
 /// Vision tower and projector shapes, from config.json `vision_config` (element counts).
@@ -168,6 +174,9 @@ struct VisionConfig {
     std::uint32_t temporalPatchSize = 1; ///< Qwen2-VL frames per patch (2)
     std::uint32_t mergeSize = 1;         ///< spatial_merge_size (Qwen2-VL, Pixtral: 2)
     std::uint64_t outputSize = 0;        ///< projector output width: the text hidden size (Qwen: out_hidden_size)
+    /// Llama 4's pixel-shuffle adapter width (projector_input_dim = projector_output_dim =
+    /// vision_output_dim, 4096 in Scout and Maverick); 0 for the other kinds.
+    std::uint64_t adapterSize = 0;
 
     bool enabled() const { return kind != VisionKind::None && layers > 0; }
     /// Patches of one image: (imageSize / patchSize)^2 (0 when either is unknown).
@@ -183,7 +192,7 @@ const char* mixerKindName(MixerKind kind);
 /// "sliding_attention", "linear_attention"; nullopt for another name ("mamba").
 std::optional<MixerKind> mixerKindFromName(const std::string& name);
 
-/// "siglip", "clip", "pixtral", "qwen2-vl", "qwen2.5-vl" ("" for None).
+/// "siglip", "clip", "pixtral", "qwen2-vl", "qwen2.5-vl", "llama4" ("" for None).
 const char* visionKindName(VisionKind kind);
 /// The kind named @p name (visionKindName), or None.
 VisionKind visionKindFromName(const std::string& name);
