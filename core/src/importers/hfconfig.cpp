@@ -33,6 +33,9 @@ std::string familyOf(const std::string& modelType, bool* known)
         {"gpt2", "gpt2"},           {"opt", "opt"},           {"cohere", "command-r"},
         {"cohere2", "command-r"},   {"qwen2_vl", "qwen2"},    {"qwen2_5_vl", "qwen2"},
         {"qwen3_next", "qwen3next"},
+        // GraniteForCausalLM (transformers modeling_granite.py, vLLM granite.py): Llama's tensors;
+        // its embedding/attention/residual multipliers and logits_scaling change no shape.
+        {"granite", "llama"},
     };
     auto it = map.find(modelType);
     *known = it != map.end();
