@@ -155,12 +155,14 @@ void BM_ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadBandwidth)->Iterations(1);
 
-/// Args: format, batch B, threads (0 = all), shape (index into kShapes).
+/// Args: format, batch B, threads (0 = all), shape (index into kShapes), AMX allowed (CpuOptions::amx).
 void BM_Gemv(benchmark::State& state) {
     const auto format = static_cast<Format>(state.range(0));
     const auto batch = static_cast<std::uint32_t>(state.range(1));
     const auto threads = static_cast<unsigned>(state.range(2));
     const int shape = static_cast<int>(state.range(3));
+    hk::CpuOptions options{threads};
+    options.amx = state.range(4) != 0;
     const double cRead = readBandwidth();
     const hk::QuantizedMatrix& m = matrix(format, shape);
     std::vector<std::uint16_t> x(std::uint64_t{batch} * kShapes[shape].cols);
@@ -172,7 +174,7 @@ void BM_Gemv(benchmark::State& state) {
     if (packedFormat(format))
         args.weights.packing = hk::RowPacking::Interleaved8;
     for (auto _ : state) {
-        if (hk::gemvCpu(args, {threads}) != hk::Status::Ok)
+        if (hk::gemvCpu(args, options) != hk::Status::Ok)
             state.SkipWithError("gemvCpu failed");
         benchmark::ClobberMemory();
     }
@@ -263,7 +265,11 @@ void registerAll() {
         else
             name += "/threadsAll";
         benchmark::RegisterBenchmark(name.c_str(), BM_Gemv)
-            ->Args({f, batch, threads, shape})->Unit(benchmark::kMillisecond)->UseRealTime();
+            ->Args({f, batch, threads, shape, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+        if (batch >= 2 && f >= static_cast<int>(Format::Q8_0) && f != static_cast<int>(Format::Q4_K) &&
+            f != static_cast<int>(Format::Q6_K)) // q8_0 / q4_0 GEMMs on the 8-row panels (CpuOptions::amx = false)
+            benchmark::RegisterBenchmark((name + "/panels").c_str(), BM_Gemv)
+                ->Args({f, batch, threads, shape, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
     };
     for (int f = 0; f <= static_cast<int>(Format::Q4_0x8); ++f)
         gemv(f, 1, 0, 0);

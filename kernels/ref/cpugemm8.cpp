@@ -266,7 +266,17 @@ bool panelKernelsRun(const GemvArgs& args, bool quantizeActivations, bool useAvx
     return wholeBlocks && args.batch >= 2;
 }
 
-std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads, bool allowVnni) {
+float quantizeActivationBlock32(const float* x, std::int8_t* q) {
+#if HEADROOM_GEMM8_X86
+    return quantizeBlock32Avx2(x, true, q);
+#else
+    return fmt::quantizeQ8_0Activations(x, q);
+#endif
+}
+
+std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads, bool allowVnni, bool allowAmx) {
+    if (allowAmx && amxKernelsRun(args))
+        return gemvAmx(args, xNat, threads);
     const WeightMatrix& w = args.weights;
     const fmt::QuantType type = w.layout.type;
     const std::uint32_t K = w.cols, B = args.batch;

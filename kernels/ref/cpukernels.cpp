@@ -802,7 +802,7 @@ void gemvGgml(const GemvArgs& args, const float* xNat, bool useAvx2, CpuOptions 
     const std::uint64_t stride = fmt::rowBytes(w.layout, K);
     // Rows [0, first) by the 8-row panels; the rest (and every row elsewhere) below.
     const std::uint32_t first =
-        detail::panelKernelsRun(args, options.quantizeActivations, useAvx2) ? detail::gemvPanels(args, xNat, options.threads, options.vnni) : 0;
+        detail::panelKernelsRun(args, options.quantizeActivations, useAvx2) ? detail::gemvPanels(args, xNat, options.threads, options.vnni, options.amx) : 0;
     if (first == w.rows)
         return;
     if (w.packing == RowPacking::Interleaved8 && first == 0) {
@@ -937,7 +937,7 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
 #endif
     // B >= 2 int8 / int4 rows [0, first) by the 8-row panels, the rest below.
     const std::uint32_t first = detail::panelKernelsRun(args, options.quantizeActivations, useAvx2)
-                                    ? detail::gemvPanels(args, xNat.data(), options.threads, options.vnni)
+                                    ? detail::gemvPanels(args, xNat.data(), options.threads, options.vnni, options.amx)
                                     : 0;
     detail::parallelFor(w.rows - first, options.threads, [&](std::uint64_t begin, std::uint64_t end) {
         begin += first;

@@ -28,7 +28,26 @@ bool panelKernelsRun(const GemvArgs& args, bool quantizeActivations, bool useAvx
 /// register tiles of 8 rows x 4 batch rows. @p xNat: fp32 x [B][K]. Returns the first row not
 /// computed (the caller runs the N % 8 tail rows, which are as stored in every packing).
 /// @p allowVnni: use AVX-VNNI's vpdpbusd where the CPU has it (CpuOptions::vnni).
-std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads, bool allowVnni);
+/// @p allowAmx: rows and batches that amxKernelsRun takes go to gemvAmx (CpuOptions::amx).
+std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threads, bool allowVnni, bool allowAmx);
+
+/// Fewest batch rows the AMX kernels take (below it the panels' register tiles are as fast).
+inline constexpr std::uint32_t kAmxMinBatch = 4;
+
+/// True when gemvAmx runs @p args: q8_0 / q4_0 (as stored or Interleaved8), B >= kAmxMinBatch, and
+/// a CPU and kernel that grant AMX-INT8 with AVX-512 (cpuamx.cpp).
+bool amxKernelsRun(const GemvArgs& args);
+
+/// y rows [0, R) of y = x W^T on AMX tiles (call only when amxKernelsRun), R = N (as stored) or
+/// 8 floor(N / 8) (Interleaved8: the tail rows are stored plain, for the caller): ggml's q8_0
+/// activations (quantizeActivationBlock32), one TDPBSSD / TDPBUSD per 32-column block for 16
+/// weight rows x 16 batch rows, the block's scales applied in fp32 as the panels apply them (the
+/// same floats as gemvPanels). Returns R.
+std::uint32_t gemvAmx(const GemvArgs& args, const float* xNat, unsigned threads);
+
+/// ggml's q8_0 activations of one block of 32 (quantizeQ8_0Activations: d = max|x| / 127 rounded
+/// to fp16 and returned, q = roundf(x / d)) into @p q [32], column order; AVX2 where built.
+float quantizeActivationBlock32(const float* x, std::int8_t* q);
 
 /// Rows [8 g, 8 g + 8) of a q8_0 / q4_0 matrix in RowPacking::Interleaved8 (@p group: their
 /// 8 rowBytes bytes) written back as stored into @p rows [8][rowBytes] (the portable paths).

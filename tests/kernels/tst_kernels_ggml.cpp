@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "cpugemvcheck.h"
@@ -180,6 +181,53 @@ TEST_CASE("q8_0 and q4_0 on 8-row panels equal the reference, packed or not, on 
         checkPacked(layout, 21, 96, 3, hk::OutputType::Fp32, seed++, exact); // unpacked copy, fp32 dots
         checkPacked(layout, 5, 64, 2, hk::OutputType::Fp32, seed++, hk::CpuOptions{2}); // fewer than 8 rows
     }
+}
+
+TEST_CASE("q8_0 and q4_0 GEMMs on AMX tiles give the panels' floats, packed or not", "[kernels][ggml][gemv][panel][amx]") {
+    // Where the CPU has AMX-INT8 (else both runs are the panels): the same int32 block sums and
+    // the same fp32 multiply-adds in the same block order, so the outputs are bit for bit equal;
+    // rows not a multiple of 16 (and of 8), batches past one tile of 16, fp16 output.
+    std::uint32_t seed = 7000;
+    for (const fmt::QuantType type : {fmt::QuantType::Q8_0, fmt::QuantType::Q4_0})
+        for (const bool packedRows : {false, true})
+            for (const std::uint32_t n : {16u, 29u, 40u, 75u})
+                for (const std::uint32_t batch : {4u, 5u, 16u, 17u, 64u})
+                    for (const hk::OutputType yType : {hk::OutputType::Fp32, hk::OutputType::Fp16}) {
+                        const std::uint32_t k = 32 * (1 + seed % 5);
+                        const std::vector<float> w = normalFloats(std::uint64_t{n} * k, seed);
+                        const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, fmt::ggmlLayout(type), 1);
+                        std::vector<std::uint8_t> bytes = m.data;
+                        if (packedRows)
+                            REQUIRE(hk::packRows8(m.layout, n, k, bytes.data()) == hk::Status::Ok);
+                        const std::vector<std::uint16_t> x = normalHalves(std::uint64_t{batch} * k, seed + 1);
+                        std::vector<float> amx(std::uint64_t{batch} * n), panels(amx.size());
+                        hk::GemvArgs args{m.view(), x.data(), batch, amx.data(), yType};
+                        args.weights.data = bytes.data();
+                        args.weights.packing = packedRows ? hk::RowPacking::Interleaved8 : hk::RowPacking::AsStored;
+                        hk::CpuOptions options{seed % 2 ? 3u : 1u};
+                        REQUIRE(hk::gemvCpu(args, options) == hk::Status::Ok);
+                        options.amx = false;
+                        args.y = panels.data();
+                        REQUIRE(hk::gemvCpu(args, options) == hk::Status::Ok);
+                        INFO(layoutName(m.layout) << " packed=" << packedRows << " N=" << n << " K=" << k << " B=" << batch);
+                        // Rows in whole panels of 8: bit for bit; the N % 8 tail rows, which the panels leave to
+                        // the row kernels (another summation order), within fp32 rounding of the sum.
+                        const bool fp32 = yType == hk::OutputType::Fp32;
+                        const std::vector<float> a = fp32 ? amx : outputAsFloats(amx.data(), yType, amx.size());
+                        const std::vector<float> p = fp32 ? panels : outputAsFloats(panels.data(), yType, amx.size());
+                        std::size_t exact = 0, close = 0;
+                        for (std::uint32_t b = 0; b < batch; ++b)
+                            for (std::uint32_t r = 0; r < n; ++r) {
+                                const std::uint64_t at = std::uint64_t{b} * n + r;
+                                if (r < n / 8 * 8)
+                                    exact += std::memcmp(&a[at], &p[at], sizeof(float)) == 0;
+                                else
+                                    close += std::fabs(a[at] - p[at]) <= 1e-5f * (1.0f + std::fabs(p[at])) + (fp32 ? 0.0f : 1e-3f * std::fabs(p[at]));
+                            }
+                        CHECK(exact == std::uint64_t{batch} * (n / 8 * 8));
+                        CHECK(close == std::uint64_t{batch} * (n % 8));
+                        ++seed;
+                    }
 }
 
 TEST_CASE("GGML blocks decode as ggml lays them out", "[kernels][ggml]") {

@@ -31,6 +31,10 @@ struct CpuOptions {
     /// instruction, where AVX2 needs maddubs, madd and an add) when the CPU has it; false keeps
     /// the AVX2 form (the same integer sums; tests both).
     bool vnni = true;
+    /// q8_0 / q4_0 GEMMs of B >= 4 run on Intel AMX tiles (TDPBSSD / TDPBUSD, one per 32-column
+    /// block for 16 rows x 16 batch rows) where the CPU has AMX-INT8 and the kernel grants it;
+    /// false keeps the 8-row panels (the same floats; tests both).
+    bool amx = true;
 };
 
 /// True when packRows8 can pack matrices of @p layout (q8_0 and q4_0).
