@@ -1,5 +1,7 @@
 #include "headroom/core/architecture.h"
 
+#include "headroom/core/units.h"
+
 #include <algorithm>
 
 namespace headroom {
@@ -48,6 +50,38 @@ std::string validateVision(const VisionConfig& v)
         return "vision adapter size is a Llama 4 field; " + std::string(visionKindName(v.kind)) + " has none";
     return {};
 }
+// Mamba shapes: d_inner, d_state, kernel and (Mamba-2) heads x head_dim = d_inner, groups dividing
+// the heads; bounded so that every state and weight product stays far below 2^64.
+std::string validateSsm(const Architecture& a)
+{
+    const auto& mixers = a.hybrid.layerMixers;
+    const bool mamba1 = std::find(mixers.begin(), mixers.end(), MixerKind::Mamba) != mixers.end();
+    const bool mamba2 = std::find(mixers.begin(), mixers.end(), MixerKind::Mamba2) != mixers.end();
+    if (!mamba1 && !mamba2)
+        return {};
+    if (mamba1 && mamba2)
+        return "a model mixes Mamba-1 and Mamba-2 layers";
+    const SsmConfig& m = a.hybrid.ssm;
+    if (m.innerSize < 1 || m.innerSize > kMaxIntermediate)
+        return outOfRange("ssm inner_size", m.innerSize, 1, kMaxIntermediate);
+    if (m.stateSize < 1 || m.stateSize > 4096)
+        return outOfRange("ssm state_size", m.stateSize, 1, 4096);
+    if (m.convKernel < 1 || m.convKernel > 64)
+        return outOfRange("ssm conv_kernel", m.convKernel, 1, 64);
+    if (mamba1 && (m.dtRank < 1 || m.dtRank > kMaxHidden))
+        return outOfRange("ssm dt_rank", m.dtRank, 1, kMaxHidden);
+    if (mamba2) {
+        if (m.heads < 1 || m.heads > kMaxHeads || m.headDim < 1 || m.headDim > kMaxHeadDim)
+            return "ssm heads and head_dim must be in 1..16384";
+        if (std::uint64_t{m.heads} * m.headDim != m.innerSize)
+            return "ssm heads x head_dim (" + std::to_string(std::uint64_t{m.heads} * m.headDim)
+                + ") must equal inner_size " + std::to_string(m.innerSize);
+        if (m.groups < 1 || m.heads % m.groups != 0)
+            return "ssm groups " + std::to_string(m.groups) + " must divide the heads (" + std::to_string(m.heads) + ")";
+    }
+    return {};
+}
+
 } // namespace
 
 std::string validateArchitecture(const Architecture& a)
@@ -118,6 +152,8 @@ std::string validateArchitecture(const Architecture& a)
                 || l.keyHeadDim > kMaxHeadDim || l.valueHeadDim < 1 || l.valueHeadDim > kMaxHeadDim || l.convKernel < 1
                 || l.convKernel > 64))
             return "linear attention heads and dims must be in 1..16384, conv kernel in 1..64";
+        if (std::string problem = validateSsm(a); !problem.empty())
+            return problem;
     }
     if (a.moe.sharedExpertFfnSize > kMaxIntermediate)
         return outOfRange("shared_expert_ffn_size", a.moe.sharedExpertFfnSize, 0, kMaxIntermediate);
@@ -128,7 +164,37 @@ std::string validateArchitecture(const Architecture& a)
 
 const char* mixerKindName(MixerKind kind)
 {
-    return kind == MixerKind::GatedDeltaNet ? "gated_deltanet" : "attention";
+    switch (kind) {
+    case MixerKind::GatedDeltaNet: return "gated_deltanet";
+    case MixerKind::Mamba: return "mamba";
+    case MixerKind::Mamba2: return "mamba2";
+    case MixerKind::MlpOnly: return "mlp";
+    case MixerKind::Attention: break;
+    }
+    return "attention";
+}
+
+RecurrentState recurrentState(const Architecture& a, std::uint32_t layer, std::uint32_t tp)
+{
+    tp = std::max<std::uint32_t>(tp, 1);
+    RecurrentState out;
+    const MixerKind kind = a.hybrid.mixerOf(layer);
+    if (kind == MixerKind::GatedDeltaNet) {
+        const LinearAttentionConfig& l = a.hybrid.linear;
+        out.convElements = (std::uint64_t{l.convKernel} - 1) * ceilDiv(l.convChannels(), tp);
+        out.ssmElements = ceilDiv(l.valueHeads, tp) * l.keyHeadDim * l.valueHeadDim;
+    } else if (kind == MixerKind::Mamba) {
+        const SsmConfig& m = a.hybrid.ssm;
+        out.convElements = (std::uint64_t{m.convKernel} - 1) * ceilDiv(m.innerSize, tp);
+        out.ssmElements = ceilDiv(m.innerSize, tp) * m.stateSize;
+    } else if (kind == MixerKind::Mamba2) {
+        const SsmConfig& m = a.hybrid.ssm;
+        const std::uint64_t groups = m.groups % tp == 0 ? m.groups : m.groups + (tp > m.groups ? tp - m.groups : 0);
+        const std::uint64_t channels = m.innerSize + 2 * groups * m.stateSize;
+        out.convElements = (std::uint64_t{m.convKernel} - 1) * ceilDiv(channels, tp);
+        out.ssmElements = ceilDiv(m.heads, tp) * m.headDim * m.stateSize;
+    }
+    return out;
 }
 
 std::optional<MixerKind> mixerKindFromName(const std::string& name)
@@ -137,6 +203,12 @@ std::optional<MixerKind> mixerKindFromName(const std::string& name)
         return MixerKind::Attention;
     if (name == "gated_deltanet" || name == "linear_attention")
         return MixerKind::GatedDeltaNet;
+    if (name == "mamba")
+        return MixerKind::Mamba;
+    if (name == "mamba2")
+        return MixerKind::Mamba2;
+    if (name == "mlp")
+        return MixerKind::MlpOnly;
     return std::nullopt;
 }
 

@@ -2,9 +2,11 @@
 
 #include "headroom/core/architecturetext.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -150,7 +152,7 @@ bool readMoe(const json& j, const std::string& pointer, MoeConfig& moe, std::str
     ObjectReader r(j, pointer, key, message);
     return r.checkObject(
                {"expert_count", "experts_per_token", "shared_experts", "expert_ffn_size", "dense_first_layers",
-                "layer_step", "shared_expert_ffn_size"})
+                "layer_step", "shared_expert_ffn_size", "shared_expert_gate"})
         && r.unsignedValue("expert_count", moe.expertCount, true, 1)
         && r.unsignedValue("experts_per_token", moe.expertsPerToken, true, 1)
         && r.unsignedValue("shared_experts", moe.sharedExperts, true)
@@ -158,6 +160,7 @@ bool readMoe(const json& j, const std::string& pointer, MoeConfig& moe, std::str
         && r.unsignedValue("dense_first_layers", moe.denseFirstLayers, true)
         && (!r.has("layer_step") || r.unsignedValue("layer_step", moe.layerStep, true, 1))
         && r.unsignedValue("shared_expert_ffn_size", moe.sharedExpertFfnSize, false)
+        && (!r.has("shared_expert_gate") || r.boolValue("shared_expert_gate", moe.sharedExpertGate))
         && (moe.expertsPerToken <= moe.expertCount
             || r.fail("experts_per_token", "experts_per_token " + std::to_string(moe.expertsPerToken)
                                                + " exceeds expert_count " + std::to_string(moe.expertCount)));
@@ -225,7 +228,7 @@ bool readHybrid(const json& j, const std::string& pointer, std::uint32_t layers,
                 std::string& message)
 {
     ObjectReader r(j, pointer, key, message);
-    if (!r.checkObject({"pattern", "linear_attention", "attention_output_gate"}))
+    if (!r.checkObject({"pattern", "linear_attention", "attention_output_gate", "ssm", "block_is_mixer_or_mlp"}))
         return false;
     if (!r.has("pattern"))
         return r.fail("pattern", "missing required key");
@@ -237,7 +240,8 @@ bool readHybrid(const json& j, const std::string& pointer, std::uint32_t layers,
         const auto kind = list[i].is_string() ? mixerKindFromName(list[i].get<std::string>()) : std::nullopt;
         if (!kind)
             return r.fail("pattern/" + std::to_string(i),
-                          "expected \"attention\" or \"gated_deltanet\", found " + ObjectReader::describe(list[i]));
+                          "expected \"attention\", \"gated_deltanet\", \"mamba\", \"mamba2\" or \"mlp\", found "
+                              + ObjectReader::describe(list[i]));
         pattern.push_back(*kind);
     }
     // The pattern repeats over the layers, as sliding_window/pattern does.
@@ -246,6 +250,21 @@ bool readHybrid(const json& j, const std::string& pointer, std::uint32_t layers,
         h.layerMixers.push_back(pattern[i % pattern.size()]);
     if (r.has("attention_output_gate") && !r.boolValue("attention_output_gate", h.attentionOutputGate))
         return false;
+    if (r.has("block_is_mixer_or_mlp") && !r.boolValue("block_is_mixer_or_mlp", h.blockIsMixerOrMlp))
+        return false;
+    if (r.has("ssm")) {
+        ObjectReader m(r.at("ssm"), r.pointer("ssm"), key, message);
+        SsmConfig& c = h.ssm;
+        if (!(m.checkObject({"inner_size", "state_size", "conv_kernel", "heads", "head_dim", "groups", "dt_rank", "conv_bias",
+                             "proj_bias"})
+              && m.unsignedValue("inner_size", c.innerSize, true, 1) && m.unsignedValue("state_size", c.stateSize, true, 1)
+              && m.unsignedValue("conv_kernel", c.convKernel, true, 1) && m.unsignedValue("heads", c.heads, false)
+              && m.unsignedValue("head_dim", c.headDim, false) && m.unsignedValue("groups", c.groups, false)
+              && m.unsignedValue("dt_rank", c.dtRank, false)
+              && (!m.has("conv_bias") || m.boolValue("conv_bias", c.convBias))
+              && (!m.has("proj_bias") || m.boolValue("proj_bias", c.projBias))))
+            return false;
+    }
     if (!r.has("linear_attention"))
         return true;
     ObjectReader l(r.at("linear_attention"), r.pointer("linear_attention"), key, message);
@@ -408,6 +427,8 @@ nlohmann::json architectureToJson(const Architecture& a)
             j["moe"]["layer_step"] = a.moe.layerStep;
         if (a.moe.sharedExpertFfnSize > 0)
             j["moe"]["shared_expert_ffn_size"] = a.moe.sharedExpertFfnSize;
+        if (a.moe.sharedExpertFfnSize > 0 && !a.moe.sharedExpertGate)
+            j["moe"]["shared_expert_gate"] = false;
     }
     if (a.mla.enabled()) {
         j["mla"] = {{"kv_lora_rank", a.mla.kvLoraRank},
@@ -437,14 +458,25 @@ nlohmann::json architectureToJson(const Architecture& a)
         json list = json::array();
         for (std::size_t i = 0; i < period; ++i)
             list.push_back(mixerKindName(mixers[i]));
-        j["hybrid"] = {{"pattern", std::move(list)},
-                       {"attention_output_gate", a.hybrid.attentionOutputGate},
-                       {"linear_attention",
-                        {{"key_heads", a.hybrid.linear.keyHeads},
-                         {"value_heads", a.hybrid.linear.valueHeads},
-                         {"key_head_dim", a.hybrid.linear.keyHeadDim},
-                         {"value_head_dim", a.hybrid.linear.valueHeadDim},
-                         {"conv_kernel", a.hybrid.linear.convKernel}}}};
+        j["hybrid"] = {{"pattern", std::move(list)}, {"attention_output_gate", a.hybrid.attentionOutputGate}};
+        if (std::find(mixers.begin(), mixers.end(), MixerKind::GatedDeltaNet) != mixers.end())
+            j["hybrid"]["linear_attention"] = {{"key_heads", a.hybrid.linear.keyHeads},
+                                               {"value_heads", a.hybrid.linear.valueHeads},
+                                               {"key_head_dim", a.hybrid.linear.keyHeadDim},
+                                               {"value_head_dim", a.hybrid.linear.valueHeadDim},
+                                               {"conv_kernel", a.hybrid.linear.convKernel}};
+        if (a.hybrid.ssm.innerSize > 0) {
+            const SsmConfig& c = a.hybrid.ssm;
+            json ssm = {{"inner_size", c.innerSize}, {"state_size", c.stateSize}, {"conv_kernel", c.convKernel},
+                        {"conv_bias", c.convBias},   {"proj_bias", c.projBias}};
+            for (const auto& [name, value] : {std::pair<const char*, std::uint32_t>{"heads", c.heads},
+                                              {"head_dim", c.headDim}, {"groups", c.groups}, {"dt_rank", c.dtRank}})
+                if (value > 0)
+                    ssm[name] = value;
+            j["hybrid"]["ssm"] = std::move(ssm);
+        }
+        if (a.hybrid.blockIsMixerOrMlp)
+            j["hybrid"]["block_is_mixer_or_mlp"] = true;
     }
     if (a.vision.enabled()) {
         const VisionConfig& v = a.vision;

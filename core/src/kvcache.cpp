@@ -70,7 +70,7 @@ KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t 
 }
 
 KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, const KvDtype& dtypeV, std::uint32_t tp,
-                  std::uint32_t firstLayer, std::uint32_t layerCount)
+                  std::uint32_t firstLayer, std::uint32_t layerCount, std::uint32_t stateElementBytes)
 {
     KvLayout out;
     out.windowTokens = arch.sliding.windowTokens;
@@ -78,14 +78,14 @@ KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, const KvDtype&
     const std::uint32_t end = layerCount == 0 ? arch.layers : std::min(arch.layers, firstLayer + layerCount);
     for (std::uint32_t i = firstLayer; i < end; ++i) {
         if (arch.hybrid.isRecurrent(i)) {
-            const LinearAttentionConfig& l = arch.hybrid.linear;
-            const std::uint64_t conv = checkedMul(std::uint64_t{l.convKernel} - 1, ceilDiv(l.convChannels(), tp), "state");
-            const std::uint64_t recurrent = checkedMul(checkedMul(ceilDiv(l.valueHeads, tp), l.keyHeadDim, "state"),
-                                                       l.valueHeadDim, "state");
-            out.stateBytesPerSequence += Bytes{checkedMul(checkedAdd(conv, recurrent, "state"), 2, "state")};
+            const RecurrentState state = recurrentState(arch, i, tp);
+            out.stateBytesPerSequence +=
+                Bytes{checkedMul(checkedAdd(state.convElements, state.ssmElements, "state"), stateElementBytes, "state")};
             ++out.recurrentLayers;
             continue;
         }
+        if (!arch.hybrid.isAttention(i))
+            continue; // an MLP-only block keeps nothing
         std::uint64_t bytes = 0;
         if (arch.mla.cachesLatent()) {
             // One latent row of kv_lora_rank + rope dim per token and layer, replicated on every

@@ -27,12 +27,21 @@ public:
             m_layer = static_cast<std::int32_t>(i);
             m_prefix = "model.layers." + std::to_string(i) + ".";
             addLayerNorms();
-            if (m_arch.hybrid.isRecurrent(i))
+            const MixerKind mixer = m_arch.hybrid.mixerOf(i);
+            if (mixer == MixerKind::GatedDeltaNet)
                 addGatedDeltaNet();
+            else if (mixer == MixerKind::Mamba)
+                addMamba();
+            else if (mixer == MixerKind::Mamba2)
+                addMamba2();
+            else if (mixer == MixerKind::MlpOnly)
+                ; // the block is its MLP
             else if (m_arch.mla.enabled())
                 addMlaAttention();
             else
                 addAttention(i);
+            if (!m_arch.hybrid.hasMlp(i))
+                continue;
             if (m_arch.moe.isMoeLayer(i))
                 addMoe();
             else
@@ -122,6 +131,54 @@ private:
         addLocal("linear_attn.norm.weight", TensorRole::Norm, 1, l.valueHeadDim);
         addLocal("linear_attn.out_proj.weight", TensorRole::AttentionMatrix, h, valueDim);
     }
+    // Mamba-1 (modeling_jamba.py JambaMambaMixer): in_proj to x and z, a depthwise conv with bias,
+    // x_proj to dt, B and C, dt_proj with bias, A_log [d_inner, d_state], D, out_proj; Jamba's
+    // RMSNorms over dt, B and C (use_mamba_kernels' dt_layernorm / b_layernorm / c_layernorm).
+    void addMamba()
+    {
+        const SsmConfig& m = m_arch.hybrid.ssm;
+        const std::uint64_t h = m_arch.hiddenSize;
+        addLocal("mamba.in_proj.weight", TensorRole::AttentionMatrix, 2 * m.innerSize, h);
+        addLocal("mamba.conv1d.weight", TensorRole::Norm, m.innerSize, m.convKernel);
+        if (m.convBias)
+            addLocal("mamba.conv1d.bias", TensorRole::Bias, 1, m.innerSize);
+        addLocal("mamba.x_proj.weight", TensorRole::AttentionMatrix, std::uint64_t{m.dtRank} + 2 * std::uint64_t{m.stateSize},
+                 m.innerSize);
+        addLocal("mamba.dt_proj.weight", TensorRole::AttentionMatrix, m.innerSize, m.dtRank);
+        addLocal("mamba.dt_proj.bias", TensorRole::Bias, 1, m.innerSize);
+        addLocal("mamba.A_log", TensorRole::Norm, m.innerSize, m.stateSize);
+        addLocal("mamba.D", TensorRole::Norm, 1, m.innerSize);
+        addLocal("mamba.dt_layernorm.weight", TensorRole::Norm, 1, m.dtRank);
+        addLocal("mamba.b_layernorm.weight", TensorRole::Norm, 1, m.stateSize);
+        addLocal("mamba.c_layernorm.weight", TensorRole::Norm, 1, m.stateSize);
+        addLocal("mamba.out_proj.weight", TensorRole::AttentionMatrix, h, m.innerSize);
+        if (m.projBias) {
+            addLocal("mamba.in_proj.bias", TensorRole::Bias, 1, 2 * m.innerSize);
+            addLocal("mamba.out_proj.bias", TensorRole::Bias, 1, h);
+        }
+    }
+    // Mamba-2 (modeling_granitemoehybrid.py GraniteMoeHybridMambaLayer, modeling_nemotron_h.py
+    // NemotronHMamba2Mixer): in_proj to z, x, B, C and dt; a depthwise conv over x, B and C; per-head
+    // dt_bias, A_log and D; the gated RMSNorm over d_inner; out_proj.
+    void addMamba2()
+    {
+        const SsmConfig& m = m_arch.hybrid.ssm;
+        const std::uint64_t h = m_arch.hiddenSize;
+        const std::uint64_t inProj = 2 * m.innerSize + 2 * std::uint64_t{m.groups} * m.stateSize + m.heads;
+        addLocal("mamba.in_proj.weight", TensorRole::AttentionMatrix, inProj, h);
+        addLocal("mamba.conv1d.weight", TensorRole::Norm, m.convChannels(), m.convKernel);
+        if (m.convBias)
+            addLocal("mamba.conv1d.bias", TensorRole::Bias, 1, m.convChannels());
+        addLocal("mamba.dt_bias", TensorRole::Norm, 1, m.heads);
+        addLocal("mamba.A_log", TensorRole::Norm, 1, m.heads);
+        addLocal("mamba.D", TensorRole::Norm, 1, m.heads);
+        addLocal("mamba.norm.weight", TensorRole::Norm, 1, m.innerSize);
+        addLocal("mamba.out_proj.weight", TensorRole::AttentionMatrix, h, m.innerSize);
+        if (m.projBias) {
+            addLocal("mamba.in_proj.bias", TensorRole::Bias, 1, inProj);
+            addLocal("mamba.out_proj.bias", TensorRole::Bias, 1, h);
+        }
+    }
     // DeepSeek-V2 MLA (modeling_deepseek.py DeepseekV2Attention).
     void addMlaAttention()
     {
@@ -171,7 +228,8 @@ private:
         // Qwen2-MoE / Qwen3-Next: one shared expert of its own width behind a sigmoid gate.
         if (moe.sharedExpertFfnSize > 0) {
             addDenseMlp("mlp.shared_expert.", moe.sharedExpertFfnSize, TensorRole::ExpertMatrix);
-            addLocal("mlp.shared_expert_gate.weight", TensorRole::Router, 1, m_arch.hiddenSize);
+            if (moe.sharedExpertGate)
+                addLocal("mlp.shared_expert_gate.weight", TensorRole::Router, 1, m_arch.hiddenSize);
         }
     }
 

@@ -180,7 +180,8 @@ private:
         // Separate K and V cache types (llama.cpp -ctk/-ctv): K rows in one, V rows in the other.
         const std::optional<KvDtype> v =
             m_setup.kvDtypeVId.empty() ? std::optional<KvDtype>(m_kvDtype) : findKvDtype(m_setup.kvDtypeVId);
-        m_out.kv = kvLayout(m_arch, m_kvDtype, v.value_or(m_kvDtype), m_setup.tensorParallel, m_firstLayer, m_layerCount);
+        m_out.kv = kvLayout(m_arch, m_kvDtype, v.value_or(m_kvDtype), m_setup.tensorParallel, m_firstLayer, m_layerCount,
+                            m_setup.stateElementBytes);
         m_out.kvBytesPerToken = m_out.kv.bytesPerToken();
         if (m_out.kv.recurrentLayers > 0)
             m_out.notes.push_back(std::to_string(m_out.kv.recurrentLayers) + " recurrent layers keep "
@@ -225,7 +226,7 @@ private:
         const KvDtype k = support.sixteenBitKv ? *findKvDtype("fp16") : m_kvDtype;
         const std::optional<KvDtype> v = support.sixteenBitKv || m_setup.kvDtypeVId.empty()
             ? std::optional<KvDtype>(k) : findKvDtype(m_setup.kvDtypeVId);
-        const KvLayout dk = kvLayout(da, k, v.value_or(k), tp, 0, 0);
+        const KvLayout dk = kvLayout(da, k, v.value_or(k), tp, 0, 0, m_setup.stateElementBytes);
         KvLayout& kv = m_out.kv;
         kv.fullBytesPerToken += dk.fullBytesPerToken;
         kv.fullLayers += dk.fullLayers;

@@ -109,6 +109,7 @@ const EngineFigure* engineFigure(const PlanResult& p, const std::string& caseNam
         {"kv_buffer_mib", {"kv_buffer", "kv_buffer_bytes", "memory_required_kv"}},
         {"compute_buffer_mib", {"compute_buffer", "compute_buffer_bytes", "memory_graph_full"}},
         {"kv_cells", {"kv_cells", "kv_size"}},
+        {"rs_buffer_mib", {"rs_buffer_bytes"}},
         // A layer split (issue 11): llama.cpp's load_tensors / llama_kv_cache lines per device,
         // Ollama's "offload to cuda" line.
         {"offloaded_layers", {"offload_gpu_layers"}},

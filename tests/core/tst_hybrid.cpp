@@ -95,11 +95,11 @@ TEST_CASE("recurrent state per sequence does not grow with the context", "[hybri
     CHECK(f.back().users < 1024);
 }
 
-TEST_CASE("Mamba layers are said to be unmodelled, not silently priced", "[hybrid]")
+TEST_CASE("Falcon-H1's parallel Mamba layers are said to be unmodelled, not silently priced", "[hybrid]")
 {
-    auto cfg = parseHfConfig(R"({"model_type": "granitemoehybrid", "hidden_size": 64, "intermediate_size": 128,
+    auto cfg = parseHfConfig(R"({"model_type": "falcon_h1", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
-        "layer_types": ["mamba", "attention"], "mamba_d_state": 128})",
+        "mamba_d_state": 128, "mamba_n_heads": 2, "mamba_d_head": 64})",
                              "config.json");
     REQUIRE(cfg.has_value());
     CHECK_FALSE(cfg->architecture.hybrid.enabled());
@@ -107,6 +107,175 @@ TEST_CASE("Mamba layers are said to be unmodelled, not silently priced", "[hybri
     for (const std::string& w : cfg->warnings)
         warned = warned || w.find("not modelled") != std::string::npos;
     CHECK(warned);
+}
+
+namespace {
+
+Architecture profileArchitecture(const char* id)
+{
+    const auto profiles = loadProfiles(std::filesystem::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles.has_value());
+    auto model = resolveModel(id, *profiles);
+    REQUIRE(model.has_value());
+    return *model->architecture;
+}
+
+// ibm-granite/granite-4.0-h-tiny config.json, the keys that size memory
+// (https://huggingface.co/ibm-granite/granite-4.0-h-tiny/blob/main/config.json).
+const char* kGraniteTinyConfig = R"({
+  "architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "hidden_size": 1536,
+  "num_hidden_layers": 40, "num_attention_heads": 12, "num_key_value_heads": 4, "intermediate_size": 512,
+  "shared_intermediate_size": 1024, "num_local_experts": 64, "num_experts_per_tok": 6, "vocab_size": 100352,
+  "max_position_embeddings": 1048576, "tie_word_embeddings": true, "position_embedding_type": "nope",
+  "mamba_n_heads": 48, "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4,
+  "mamba_expand": 2, "mamba_conv_bias": true, "mamba_proj_bias": false, "torch_dtype": "bfloat16",
+  "layer_types": ["mamba", "mamba", "mamba", "mamba", "mamba", "attention", "mamba", "mamba", "mamba", "mamba",
+                  "mamba", "mamba", "mamba", "mamba", "mamba", "attention", "mamba", "mamba", "mamba", "mamba",
+                  "mamba", "mamba", "mamba", "mamba", "mamba", "attention", "mamba", "mamba", "mamba", "mamba",
+                  "mamba", "mamba", "mamba", "mamba", "mamba", "attention", "mamba", "mamba", "mamba", "mamba"]
+})";
+
+} // namespace
+
+TEST_CASE("Granite 4: Mamba-2 layers and four attention layers, counted per tensor", "[hybrid]")
+{
+    const Architecture a = profileArchitecture("granite-4.0-h-tiny");
+    CHECK(a.hybrid.mixerOf(0) == MixerKind::Mamba2);
+    CHECK(a.hybrid.mixerOf(5) == MixerKind::Attention);
+    CHECK(a.hybrid.mixerOf(35) == MixerKind::Attention);
+    // llama.cpp prints "model params = 6.94 B" for the published GGUF (LostRuins/koboldcpp issue
+    // 1781, llama.cpp's print_info): the tensor list within the print's rounding.
+    CHECK(parameterCount(a) == Approx(6.94e9).epsilon(0.001));
+    // granite-4.0-h-small: "32B" on its card; the sum of its tensors.
+    CHECK(parameterCount(profileArchitecture("granite-4.0-h-small")) == Approx(32.2e9).epsilon(0.002));
+
+    auto cfg = parseHfConfig(kGraniteTinyConfig, "config.json");
+    REQUIRE(cfg.has_value());
+    CHECK(cfg->architecture.family == "granitehybrid");
+    CHECK(cfg->architecture.hybrid.layerMixers == a.hybrid.layerMixers);
+    CHECK(cfg->architecture.hybrid.ssm.innerSize == 3072);
+    CHECK(cfg->architecture.moe.sharedExpertFfnSize == 1024);
+    CHECK_FALSE(cfg->architecture.moe.sharedExpertGate);
+    CHECK(parameterCount(cfg->architecture) == parameterCount(a));
+    for (const std::string& w : cfg->warnings)
+        CHECK(w.find("not modelled") == std::string::npos);
+}
+
+TEST_CASE("Mamba-2 state per sequence as vLLM and llama.cpp size it", "[hybrid]")
+{
+    const Architecture a = profileArchitecture("granite-4.0-h-tiny");
+    // mamba2_state_shape: conv (d_conv - 1) x (d_inner + 2 groups d_state), temporal heads x head_dim x d_state.
+    const RecurrentState one = recurrentState(a, 0, 1);
+    CHECK(one.convElements == 3 * (3072 + 2 * 128));
+    CHECK(one.ssmElements == 48ull * 64 * 128);
+    CHECK(recurrentState(a, 5, 1).convElements == 0); // an attention layer
+    // TP 4: one group replicated to each rank (extra_groups_for_head_shards: 1 + 3 groups), heads split.
+    const RecurrentState tp4 = recurrentState(a, 0, 4);
+    CHECK(tp4.convElements == 3 * ((3072 + 2 * 4 * 128) / 4));
+    CHECK(tp4.ssmElements == 12ull * 64 * 128);
+
+    const KvLayout kv = kvLayout(a, *findKvDtype("bf16"));
+    CHECK(kv.fullLayers == 4);
+    CHECK(kv.recurrentLayers == 36);
+    CHECK(kv.bytesPerToken().value == 4ull * 4 * (128 + 128) * 2); // 8 KiB a token
+    CHECK(kv.stateBytesPerSequence.value == 36ull * (9'984 + 393'216) * 2);
+    // llama.cpp keeps R and S in f32: twice the bytes.
+    const KvLayout f32 = kvLayout(a, *findKvDtype("fp16"), *findKvDtype("fp16"), 1, 0, 0, 4);
+    CHECK(f32.stateBytesPerSequence.value == 2 * kv.stateBytesPerSequence.value);
+}
+
+TEST_CASE("the frontier of a Mamba hybrid: each user costs its state, whatever the context", "[hybrid]")
+{
+    const Architecture a = profileArchitecture("granite-4.0-h-tiny");
+    const KvLayout kv = kvLayout(a, *findKvDtype("bf16"));
+    const std::uint64_t perToken = kv.bytesPerToken().value;
+    const std::uint64_t state = kv.stateBytesPerSequence.value;
+    const std::uint64_t budget = 4ull << 30;
+    KvPool pool{kv, Bytes{budget}, Paging{16, 1}, 0};
+    const std::vector<FrontierPoint> f = frontier(pool, 0);
+    REQUIRE(f.size() >= 6);
+    // Every point spends the budget on users x state plus users x context tokens, to within a block a user:
+    //     context(users) = ((budget / users) - state) / per-token bytes, rounded down to the block.
+    for (const FrontierPoint& p : f) {
+        const std::uint64_t expected = (budget / p.users - state) / perToken / 16 * 16;
+        CHECK(p.contextTokens == expected);
+    }
+    // So the tokens in flight fall as users grow (a pure-attention pool would hold them constant):
+    // each user's state takes state / per-token = 3,544 tokens' worth off the pool.
+    const auto tokens = [&](const FrontierPoint& p) { return p.users * p.contextTokens; };
+    for (std::size_t i = 1; i < f.size(); ++i)
+        CHECK(tokens(f[i]) < tokens(f[i - 1]));
+    const FrontierPoint& last = f.back();
+    const double lost = static_cast<double>(budget / perToken - tokens(last)) / static_cast<double>(last.users);
+    CHECK(lost == Approx(static_cast<double>(state) / static_cast<double>(perToken)).epsilon(0.01));
+    // The last user that fits holds at least one block beside its state.
+    CHECK(last.users * (state + 16 * perToken) <= budget);
+    CHECK((2 * last.users) * (state + 16 * perToken) > budget);
+}
+
+TEST_CASE("Nemotron-H and Jamba: the pattern keys of their configs", "[hybrid]")
+{
+    // configuration_nemotron_h.py key names: one character a block, a block a mixer or an MLP.
+    auto nemo = parseHfConfig(R"({"model_type": "nemotron_h", "hidden_size": 256, "intermediate_size": 512,
+        "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2, "attention_head_dim": 64,
+        "vocab_size": 1000, "hybrid_override_pattern": "M-M*-M", "mamba_num_heads": 8, "mamba_head_dim": 64,
+        "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4, "expand": 2, "use_conv_bias": true,
+        "use_bias": false, "mlp_bias": false})",
+                              "config.json");
+    REQUIRE(nemo.has_value());
+    const Architecture& n = nemo->architecture;
+    REQUIRE(n.hybrid.enabled());
+    CHECK(n.hybrid.blockIsMixerOrMlp);
+    CHECK(n.hybrid.mixerOf(1) == MixerKind::MlpOnly);
+    CHECK(n.hybrid.mixerOf(3) == MixerKind::Attention);
+    const KvLayout nkv = kvLayout(n, *findKvDtype("bf16"));
+    CHECK(nkv.fullLayers == 1);
+    CHECK(nkv.recurrentLayers == 3);
+    CHECK(nkv.stateBytesPerSequence.value == 3ull * (3 * (512 + 2 * 8 * 128) + 8 * 64 * 128) * 2);
+    // Blocks: M = norm + Mamba-2; - = norm + up/down (relu^2); * = norm + attention.
+    const std::uint64_t mamba = (2 * 512 + 2 * 8 * 128 + 8) * 256 + (512 + 2048) * 4 + (512 + 2048) + 3 * 8 + 512 + 256 * 512;
+    const std::uint64_t mlp = 2 * 512 * 256;
+    const std::uint64_t attention = 256 * 256 + 2 * 128 * 256 + 256 * 256;
+    CHECK(parameterCount(n) == 2 * 1000 * 256 + 256 + 6 * 256 + 3 * mamba + 2 * mlp + attention);
+
+    // configuration_jamba.py: attention where i % attn_layer_period == attn_layer_offset, MoE where
+    // i % expert_layer_period == expert_layer_offset; Mamba-1 elsewhere.
+    auto jamba = parseHfConfig(R"({"model_type": "jamba", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536,
+        "num_experts": 16, "num_experts_per_tok": 2, "expert_layer_period": 2, "expert_layer_offset": 1,
+        "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+        "mamba_dt_rank": 256, "mamba_conv_bias": true, "mamba_proj_bias": false, "tie_word_embeddings": false,
+        "max_position_embeddings": 262144})",
+                               "config.json");
+    REQUIRE(jamba.has_value());
+    const Architecture& j = jamba->architecture;
+    CHECK(j.hybrid.mixerOf(4) == MixerKind::Attention);
+    CHECK(j.hybrid.mixerOf(0) == MixerKind::Mamba);
+    CHECK(j.moe.isMoeLayer(1));
+    CHECK_FALSE(j.moe.isMoeLayer(2));
+    // ai21labs/Jamba-v0.1 (these are its config's values): "52B" total, 51.6 B as its card counts them.
+    CHECK(parameterCount(j) == Approx(51.57e9).epsilon(0.002));
+    const KvLayout jkv = kvLayout(j, *findKvDtype("bf16"));
+    CHECK(jkv.fullLayers == 4);
+    // mamba1_state_shape: conv d_inner x (d_conv - 1), temporal d_inner x d_state.
+    CHECK(jkv.stateBytesPerSequence.value == 28ull * (8192 * 3 + 8192 * 16) * 2);
+}
+
+TEST_CASE("Mamba shapes are bounded", "[hybrid]")
+{
+    auto bad = parseHfConfig(R"({"model_type": "granitemoehybrid", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+        "layer_types": ["mamba", "attention"], "mamba_d_state": 128})",
+                             "config.json");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().message.find("mamba_n_heads") != std::string::npos);
+    auto groups = parseHfConfig(R"({"model_type": "granitemoehybrid", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+        "layer_types": ["mamba", "attention"], "mamba_d_state": 16, "mamba_n_heads": 2, "mamba_d_head": 64,
+        "mamba_n_groups": 3})",
+                                "config.json");
+    REQUIRE_FALSE(groups.has_value());
+    CHECK(groups.error().message.find("groups") != std::string::npos);
 }
 
 TEST_CASE("linear-attention shapes are bounded", "[hybrid]")

@@ -85,6 +85,7 @@ public:
         const Architecture& arch = *r.model.architecture;
         const std::string& name = r.engine.name;
         EngineSetup setup = baseSetup(r, arch);
+        setup.stateElementBytes = 4; // R and S caches are f32 (llamacppmemory.h RecurrentBill)
         auto np = reconcileCount(r.users, "--users", s, "parallel", name, std::uint64_t{1});
         if (!np)
             return tl::unexpected(np.error());
@@ -204,6 +205,13 @@ public:
                                  + std::to_string(kv.streams) + " seqs)", src});
         b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes",
                              "llama_kv_cache: KV buffer size = " + mib(kv.totalBytes()) + " (all layers)", src});
+        if (kv.recurrentLayers > 0)
+            b.figures.push_back({"rs_buffer_bytes", static_cast<double>(kv.recurrentBytes().value), "bytes",
+                                 "llama_memory_recurrent: size = " + mib(kv.recurrentBytes()) + " ("
+                                     + std::to_string(kv.recurrentCells) + " cells, " + std::to_string(in.arch.layers)
+                                     + " layers, " + std::to_string(ctx.parallel) + " seqs), R (f32): " + mib(kv.rBytes)
+                                     + ", S (f32): " + mib(kv.sBytes),
+                                 "src/llama-memory-recurrent.cpp"});
         b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
                              "sched_reserve: CUDA0 compute buffer size = " + mib(compute.deviceBytes), "src/llama-context.cpp sched_reserve"});
         b.figures.push_back({"host_compute_buffer_bytes", static_cast<double>(compute.hostPartBytes.value), "bytes",

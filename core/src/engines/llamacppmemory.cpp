@@ -94,8 +94,24 @@ KvCacheBill walkKv(const Architecture& arch, const ContextSettings& s, PerLayer&
     // ([TAG_V_CACHE_VARIABLE] in llama-kv-cache.cpp).
     std::uint64_t vMax = 0;
     for (std::uint32_t i = 0; i < arch.layers; ++i)
-        vMax = std::max(vMax, layerRows(arch, i, s.mlaCache).v);
+        if (arch.hybrid.isAttention(i))
+            vMax = std::max(vMax, layerRows(arch, i, s.mlaCache).v);
+    out.recurrentCells = std::max<std::uint32_t>(s.parallel, 1);
     for (std::uint32_t i = 0; i < arch.layers; ++i) {
+        if (arch.hybrid.isRecurrent(i)) {
+            const RecurrentState state = recurrentState(arch, i, 1);
+            const Bytes r{checkedMul(checkedMul(state.convElements, out.recurrentCells, "R cache"), kF32, "R cache")};
+            const Bytes rs{checkedMul(checkedMul(state.ssmElements, out.recurrentCells, "S cache"), kF32, "S cache")};
+            out.rBytes += r;
+            out.sBytes += rs;
+            ++out.recurrentLayers;
+            perLayer(i, r + rs);
+            continue;
+        }
+        if (!arch.hybrid.isAttention(i)) {
+            perLayer(i, Bytes{});
+            continue;
+        }
         const LayerRows rows = layerRows(arch, i, s.mlaCache);
         if (rows.k == 0 && rows.v == 0) {
             perLayer(i, Bytes{});

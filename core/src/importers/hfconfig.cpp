@@ -1,5 +1,7 @@
 #include "headroom/core/importers/hfconfig.h"
 
+#include "headroom/core/units.h"
+
 #include "importutil.h"
 #include "jsonutil.h"
 
@@ -36,6 +38,9 @@ std::string familyOf(const std::string& modelType, bool* known)
         // GraniteForCausalLM (transformers modeling_granite.py, vLLM granite.py): Llama's tensors;
         // its embedding/attention/residual multipliers and logits_scaling change no shape.
         {"granite", "llama"},
+        // Mamba hybrids, named as llama.cpp's GGUF architectures (src/llama-arch.cpp).
+        {"granitemoehybrid", "granitehybrid"}, {"nemotron_h", "nemotron_h"}, {"jamba", "jamba"},
+        {"falcon_h1", "falcon-h1"},
     };
     auto it = map.find(modelType);
     *known = it != map.end();
@@ -174,19 +179,32 @@ void readVision(const JsonObject& top, const std::string& topType, const Archite
     }
 }
 
-/// Per-layer mixers: config layer_types ("linear_attention" / "full_attention", Qwen3-Next and
-/// Qwen3.5) or Qwen3NextConfig's full_attention_interval (layer i full when (i + 1) % n == 0), and
-/// the Gated DeltaNet shapes (linear_* keys). Mamba layers (layer_types "mamba",
-/// hybrid_override_pattern, attn_layer_period) are named in the warnings and not modelled.
-void readHybrid(const JsonObject& c, std::uint64_t layers, HybridConfig& h, std::vector<std::string>& warnings)
+/// Per-layer mixers, from whichever key the family uses:
+///   layer_types        Qwen3-Next / Qwen3.5 ("linear_attention" / "full_attention"), Granite 4
+///                      granitemoehybrid ("mamba" = a Mamba-2 layer / "attention");
+///   full_attention_interval  Qwen3NextConfig (layer i full when (i + 1) % n == 0);
+///   hybrid_override_pattern  Nemotron-H (one character a block: "M" Mamba-2, "*" attention, "-" an MLP
+///                      alone; configuration_nemotron_h.py), where a block is a mixer or an MLP;
+///   attn_layer_period / attn_layer_offset  Jamba (attention where i % period == offset, Mamba-1 elsewhere;
+///                      configuration_jamba.py layers_block_type).
+/// Then the shapes: the Gated DeltaNet linear_* keys, Granite's mamba_* keys (mamba_n_heads, mamba_d_head,
+/// mamba_d_state, mamba_n_groups, mamba_d_conv, mamba_expand, mamba_conv_bias, mamba_proj_bias),
+/// Nemotron-H's (mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel, use_conv_bias,
+/// use_bias) or Jamba's (mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank). Falcon-H1 (attention
+/// and Mamba-2 side by side in every layer) is named in the warnings and priced as attention.
+void readHybrid(const JsonObject& c, const std::string& family, std::uint64_t layers, std::uint64_t hidden, HybridConfig& h,
+                std::vector<std::string>& warnings)
 {
     std::vector<MixerKind> mixers;
+    bool mixerOrMlp = false;
     if (const nlohmann::json* types = c.arrayOf("layer_types")) {
         for (const auto& t : *types) {
             if (!t.is_string())
                 return; // the sliding-window reader refuses it
-            const auto kind = mixerKindFromName(t.get<std::string>());
-            if (!kind) {
+            auto kind = mixerKindFromName(t.get<std::string>());
+            if (kind == MixerKind::Mamba && family == "granitehybrid")
+                kind = MixerKind::Mamba2; // GraniteMoeHybridMambaLayer is a Mamba-2 mixer
+            if (!kind || kind == MixerKind::MlpOnly) {
                 warnings.push_back("layer_types \"" + t.get<std::string>().substr(0, 40)
                                    + "\": recurrent state and weights of such layers are not modelled (priced as attention)");
                 return;
@@ -196,31 +214,74 @@ void readHybrid(const JsonObject& c, std::uint64_t layers, HybridConfig& h, std:
     } else if (auto n = c.uintOf("full_attention_interval"); n && *n > 0 && c.has("linear_num_value_heads")) {
         for (std::uint64_t i = 0; i < layers; ++i)
             mixers.push_back((i + 1) % *n == 0 ? MixerKind::Attention : MixerKind::GatedDeltaNet);
-    }
-    for (const char* key : {"hybrid_override_pattern", "attn_layer_period", "mamba_d_state", "ssm_cfg"})
-        if (c.has(key)) {
-            warnings.push_back(std::string(key) + ": Mamba layers are not modelled (their state and weights are priced as attention)");
-            break;
+    } else if (auto pattern = c.stringOf("hybrid_override_pattern")) {
+        for (std::size_t i = 0; i < pattern->size() && i <= layers; ++i) {
+            const char ch = (*pattern)[i];
+            if (ch != 'M' && ch != '*' && ch != '-') {
+                warnings.push_back(std::string("hybrid_override_pattern block '") + (std::isprint(static_cast<unsigned char>(ch)) ? ch : '?')
+                                   + "': only M, * and - blocks are modelled; the Mamba layers are priced as attention");
+                return;
+            }
+            mixers.push_back(ch == 'M' ? MixerKind::Mamba2 : ch == '*' ? MixerKind::Attention : MixerKind::MlpOnly);
         }
-    if (std::find(mixers.begin(), mixers.end(), MixerKind::GatedDeltaNet) == mixers.end())
+        mixerOrMlp = true;
+    } else if (auto period = c.uintOf("attn_layer_period"); period && *period > 0 && c.has("mamba_d_state")) {
+        const std::uint64_t offset = c.uintOf("attn_layer_offset").value_or(0);
+        for (std::uint64_t i = 0; i < layers; ++i)
+            mixers.push_back(i % *period == offset ? MixerKind::Attention : MixerKind::Mamba);
+    } else if (family == "falcon-h1" || c.has("mamba_d_state") || c.has("ssm_cfg")) {
+        warnings.push_back("Mamba layers of model_type \"" + family + "\" are not modelled (their state and weights are priced as attention)");
+        return;
+    }
+    const auto has = [&](MixerKind k) { return std::find(mixers.begin(), mixers.end(), k) != mixers.end(); };
+    if (!has(MixerKind::GatedDeltaNet) && !has(MixerKind::Mamba) && !has(MixerKind::Mamba2))
         return;
     if (mixers.size() != layers)
-        c.fail(ImportErrorCode::BadValue, "layer_types",
+        c.fail(ImportErrorCode::BadValue, mixerOrMlp ? "hybrid_override_pattern" : "layer_types",
                std::to_string(mixers.size()) + " entries, expected one per layer (" + std::to_string(layers) + ")");
-    auto dim = [&](const char* key) {
-        const std::uint64_t v = c.uintOf(key).value_or(0);
+    auto dim = [&](std::initializer_list<const char*> keys, std::uint64_t fallback = 0) {
+        std::string key;
+        const std::uint64_t v = c.firstUint(keys, &key).value_or(fallback);
+        if (key.empty())
+            key = *keys.begin();
         if (v == 0 || v > (1u << 14))
-            c.fail(ImportErrorCode::BadValue, key, std::string(key) + " " + std::to_string(v) + ", expected 1..16384");
+            c.fail(ImportErrorCode::BadValue, key, key + " " + std::to_string(v) + ", expected 1..16384");
         return static_cast<std::uint32_t>(v);
     };
-    h.linear.keyHeads = dim("linear_num_key_heads");
-    h.linear.valueHeads = dim("linear_num_value_heads");
-    h.linear.keyHeadDim = dim("linear_key_head_dim");
-    h.linear.valueHeadDim = dim("linear_value_head_dim");
-    h.linear.convKernel = dim("linear_conv_kernel_dim");
+    if (has(MixerKind::GatedDeltaNet)) {
+        h.linear.keyHeads = dim({"linear_num_key_heads"});
+        h.linear.valueHeads = dim({"linear_num_value_heads"});
+        h.linear.keyHeadDim = dim({"linear_key_head_dim"});
+        h.linear.valueHeadDim = dim({"linear_value_head_dim"});
+        h.linear.convKernel = dim({"linear_conv_kernel_dim"});
+        // Qwen3-Next always gates the attention output; Qwen3.5 says so with attn_output_gate.
+        h.attentionOutputGate = c.boolOf("attn_output_gate").value_or(true);
+    }
+    h.blockIsMixerOrMlp = mixerOrMlp;
+    if (!has(MixerKind::Mamba) && !has(MixerKind::Mamba2)) {
+        h.layerMixers = std::move(mixers);
+        return;
+    }
+    SsmConfig& m = h.ssm;
+    m.stateSize = dim({"mamba_d_state", "ssm_state_size"});
+    m.convKernel = dim({"mamba_d_conv", "conv_kernel"}, 4);
+    m.convBias = c.boolOf("mamba_conv_bias").value_or(c.boolOf("use_conv_bias").value_or(true));
+    m.projBias = c.boolOf("mamba_proj_bias").value_or(c.boolOf("use_bias").value_or(false));
+    const std::uint64_t expand = dim({"mamba_expand", "expand"}, 2);
+    if (has(MixerKind::Mamba2)) {
+        m.heads = dim({"mamba_n_heads", "mamba_num_heads"});
+        m.headDim = dim({"mamba_d_head", "mamba_head_dim"});
+        m.groups = dim({"mamba_n_groups", "n_groups"}, 1);
+        m.innerSize = std::uint64_t{m.heads} * m.headDim;
+        if (m.innerSize != expand * hidden)
+            warnings.push_back("Mamba-2 heads x head_dim (" + std::to_string(m.innerSize) + ") differs from expand x hidden_size ("
+                               + std::to_string(expand * hidden) + "): the heads are priced");
+    } else if (has(MixerKind::Mamba)) {
+        m.innerSize = expand * hidden;
+        // mamba_dt_rank "auto" = ceil(hidden / 16) (configuration_jamba.py).
+        m.dtRank = c.uintOf("mamba_dt_rank") ? dim({"mamba_dt_rank"}) : static_cast<std::uint32_t>(ceilDiv(hidden, 16));
+    }
     h.layerMixers = std::move(mixers);
-    // Qwen3-Next always gates the attention output; Qwen3.5 says so with attn_output_gate.
-    h.attentionOutputGate = c.boolOf("attn_output_gate").value_or(true);
 }
 
 HfConfig parse(const nlohmann::json& root, const std::string& file)
@@ -452,7 +513,36 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     if (window && *window > 0)
         a.sliding.windowTokens = *window;
 
-    readHybrid(c, layers, a.hybrid, warnings);
+    readHybrid(c, f, layers, hidden, a.hybrid, warnings);
+    if (f == "granitehybrid") {
+        // GraniteMoeHybrid: a shared_mlp of shared_intermediate_size beside the experts, without a
+        // gate (modeling_granitemoehybrid.py GraniteMoeHybridMLP); the dense models' only MLP.
+        if (auto shared = c.uintOf("shared_intermediate_size"); shared && *shared > 0 && *shared <= (1u << 22)) {
+            if (a.moe.enabled()) {
+                a.moe.sharedExpertFfnSize = *shared;
+                a.moe.sharedExpertGate = false;
+            } else {
+                a.intermediateSize = *shared;
+            }
+        }
+    }
+    if (f == "jamba" && a.moe.enabled()) {
+        // JambaConfig: layer i has the MoE block when i % expert_layer_period == expert_layer_offset.
+        const std::uint64_t period = c.uintOf("expert_layer_period").value_or(2);
+        const std::uint64_t offset = c.uintOf("expert_layer_offset").value_or(1);
+        if (period >= 1 && period <= layers && offset + 1 == period)
+            a.moe.layerStep = static_cast<std::uint32_t>(period);
+        else
+            warnings.push_back("expert_layer_period " + std::to_string(period) + " / offset " + std::to_string(offset)
+                               + ": every layer is counted as MoE");
+    }
+    if (f == "nemotron_h") {
+        // NemotronHBlock: one RMSNorm, then its mixer or its MLP; the MLP is up/down with relu^2.
+        a.normsPerLayer = 1;
+        a.mlp = MlpKind::Plain;
+        if (auto hd = c.uintOf("attention_head_dim"); hd && *hd > 0 && *hd <= (1u << 14))
+            a.headDim = static_cast<std::uint32_t>(*hd);
+    }
 
     // rope_scaling: the trained context stays max_position_embeddings; note the scaling.
     if (const nlohmann::json* rs = c.objectOf("rope_scaling")) {

@@ -33,6 +33,8 @@ struct MoeConfig {
     /// Width of one separate shared expert with a sigmoid gate [1, hidden] (Qwen2-MoE / Qwen3-Next
     /// shared_expert_intermediate_size); 0 = none (DeepSeek's shared experts use sharedExperts).
     std::uint64_t sharedExpertFfnSize = 0;
+    /// That shared expert has its sigmoid gate (Qwen); Granite 4's shared_mlp has none.
+    bool sharedExpertGate = true;
 
     bool enabled() const { return expertCount > 0; }
     /// Whether layer @p i has the MoE block (past the dense first layers, on the interleave).
@@ -89,6 +91,18 @@ enum class MixerKind {
     /// conv over 2 k_heads d_k + v_heads d_v channels, out_proj [hidden, v_heads d_v]. State per sequence:
     /// conv (kernel - 1) x channels, recurrent v_heads x d_k x d_v.
     GatedDeltaNet,
+    /// Mamba-1 selective scan (Jamba, modeling_jamba.py JambaMambaMixer): in_proj [2 d_inner, hidden], a
+    /// depthwise conv over d_inner channels, x_proj [dt_rank + 2 d_state, d_inner], dt_proj [d_inner,
+    /// dt_rank], A_log [d_inner, d_state], D [d_inner], out_proj [hidden, d_inner]. State per sequence:
+    /// conv (kernel - 1) x d_inner, ssm d_inner x d_state.
+    Mamba,
+    /// Mamba-2 (Granite 4 modeling_granitemoehybrid.py, Nemotron-H modeling_nemotron_h.py): in_proj
+    /// [2 d_inner + 2 groups d_state + heads, hidden], a depthwise conv over d_inner + 2 groups d_state
+    /// channels, per-head dt_bias / A_log / D, a gated RMSNorm over d_inner, out_proj [hidden, d_inner].
+    /// State per sequence: conv (kernel - 1) x channels, ssm heads x head_dim x d_state.
+    Mamba2,
+    /// No token mixer: the block is an MLP alone (Nemotron-H hybrid_override_pattern "-").
+    MlpOnly,
 };
 
 /// Linear-attention (Gated DeltaNet) shapes: config.json linear_* keys.
@@ -106,17 +120,57 @@ struct LinearAttentionConfig {
     }
 };
 
+/// Mamba (state-space) mixer shapes: config.json mamba_* / ssm_* keys (element counts).
+struct SsmConfig {
+    std::uint64_t innerSize = 0;   ///< d_inner = mamba_expand x hidden (Mamba-2: heads x head_dim)
+    std::uint32_t stateSize = 0;   ///< d_state (mamba_d_state, ssm_state_size)
+    std::uint32_t convKernel = 0;  ///< d_conv (mamba_d_conv, conv_kernel)
+    std::uint32_t heads = 0;       ///< Mamba-2 heads (mamba_n_heads, mamba_num_heads); 0 for Mamba-1
+    std::uint32_t headDim = 0;     ///< Mamba-2 head dim (mamba_d_head, mamba_head_dim)
+    std::uint32_t groups = 0;      ///< Mamba-2 B/C groups (mamba_n_groups, n_groups); 0 for Mamba-1
+    std::uint32_t dtRank = 0;      ///< Mamba-1 dt rank (mamba_dt_rank; "auto" = ceil(hidden / 16))
+    bool convBias = true;          ///< conv1d has a bias (mamba_conv_bias, use_conv_bias)
+    bool projBias = false;         ///< in_proj / out_proj have biases (mamba_proj_bias, use_bias)
+
+    /// Channels of the depthwise conv: d_inner + 2 x groups x d_state (Mamba-1: groups 0, d_inner).
+    std::uint64_t convChannels() const { return innerSize + 2 * std::uint64_t{groups} * stateSize; }
+};
+
 /// Hybrid models: the mixer of each layer. Empty = attention everywhere.
 struct HybridConfig {
     std::vector<MixerKind> layerMixers;  ///< one per layer (config layer_types / full_attention_interval)
     LinearAttentionConfig linear;
+    SsmConfig ssm;                       ///< the Mamba layers' shapes
+    /// A block is a mixer or an MLP, not both (Nemotron-H: "M" and "*" blocks have no MLP, "-" blocks
+    /// no mixer); false = every block has its mixer and its MLP (Granite 4, Jamba, Qwen3-Next).
+    bool blockIsMixerOrMlp = false;
     /// Attention layers gate their output: q_proj is twice as wide (Qwen3-Next attn_output_gate).
     bool attentionOutputGate = false;
 
     bool enabled() const { return !layerMixers.empty(); }
     MixerKind mixerOf(std::uint32_t i) const { return i < layerMixers.size() ? layerMixers[i] : MixerKind::Attention; }
-    bool isRecurrent(std::uint32_t i) const { return mixerOf(i) != MixerKind::Attention; }
+    /// Whether layer @p i keeps a recurrent state (Gated DeltaNet, Mamba) instead of a KV cache.
+    bool isRecurrent(std::uint32_t i) const
+    {
+        const MixerKind k = mixerOf(i);
+        return k == MixerKind::GatedDeltaNet || k == MixerKind::Mamba || k == MixerKind::Mamba2;
+    }
+    /// Whether layer @p i has an attention KV cache.
+    bool isAttention(std::uint32_t i) const { return mixerOf(i) == MixerKind::Attention; }
+    /// Whether layer @p i has an MLP (or MoE) block.
+    bool hasMlp(std::uint32_t i) const { return !blockIsMixerOrMlp || mixerOf(i) == MixerKind::MlpOnly; }
 };
+
+/// The recurrent state of one layer for one sequence on one rank, in elements: what vLLM's
+/// MambaSpec page holds (vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator,
+/// vLLM commit 02d71083) and llama.cpp's one cell of cache_r_l / cache_s_l (src/llama-memory-recurrent.cpp,
+/// n_embd_r / n_embd_s in src/llama-hparams.cpp, llama.cpp commit 0054ee8c).
+struct RecurrentState {
+    std::uint64_t convElements = 0; ///< conv state: (kernel - 1) x channels / tp (llama.cpp R)
+    std::uint64_t ssmElements = 0;  ///< temporal state: heads / tp x d_k x d_v, or d_inner / tp x d_state (S)
+};
+
+
 
 /// config.json rope_scaling as it sizes an engine's rotary cos/sin tables; the trained context
 /// stays contextLength (max_position_embeddings). vLLM's get_rope (model_executor/layers/
@@ -186,10 +240,11 @@ struct VisionConfig {
     }
 };
 
-/// "attention", "gated_deltanet".
+/// "attention", "gated_deltanet", "mamba", "mamba2", "mlp".
 const char* mixerKindName(MixerKind kind);
 /// The mixer named @p name: mixerKindName, or config.json layer_types' "full_attention",
-/// "sliding_attention", "linear_attention"; nullopt for another name ("mamba").
+/// "sliding_attention", "linear_attention"; nullopt for another name. ("mamba" is Mamba-1 here;
+/// Granite 4's layer_types "mamba" are Mamba-2 layers, which its importer says.)
 std::optional<MixerKind> mixerKindFromName(const std::string& name);
 
 /// "siglip", "clip", "pixtral", "qwen2-vl", "qwen2.5-vl", "llama4" ("" for None).
@@ -234,6 +289,16 @@ struct Architecture {
     /// d_v.
     std::uint32_t valueDim() const { return valueHeadDim != 0 ? valueHeadDim : headDim; }
 };
+
+/// The state of layer @p layer of @p arch per sequence on one of @p tp ranks ({0, 0} for a layer
+/// that is not recurrent). Gated DeltaNet: conv (k - 1) x (2 k_heads d_k + v_heads d_v) / tp, ssm
+/// v_heads / tp x d_k x d_v (gated_delta_net_state_shape). Mamba-1: conv (k - 1) x d_inner / tp, ssm
+/// d_inner / tp x d_state (mamba1_state_shape). Mamba-2: conv (k - 1) x (d_inner + 2 g' d_state) / tp,
+/// where g' = groups + (tp - groups when tp does not divide them: the groups are replicated to go
+/// with their heads, extra_groups_for_head_shards), ssm heads / tp x head_dim x d_state
+/// (mamba2_state_shape). llama.cpp (tp 1) sizes the same: R = (d_conv - 1) x (d_inner + 2 n_group
+/// d_state), S = d_state x d_inner. Divisions round up.
+RecurrentState recurrentState(const Architecture& arch, std::uint32_t layer, std::uint32_t tp = 1);
 
 /// Checks an architecture for the bounds every formula relies on: layers in 1..10,000, hidden
 /// size in 1..2^20, heads in 1..2^14, H divisible by H_kv, head dims in 1..2^14, vocab up to 2^24,

@@ -66,18 +66,20 @@ struct KvLayout {
 /// (KV heads are sharded; when H_kv < tp every device keeps one replicated head, as vLLM does)
 /// holding @p layerCount layers starting at @p firstLayer (pipeline parallel; 0/0 = all).
 /// MLA models store kvLoraRank + qkRopeHeadDim values per layer and token, not split by tp.
-/// Recurrent layers (architecture.h HybridConfig) store no token; each keeps, per sequence and per
-/// TP rank, a Gated DeltaNet state of (kernel - 1) x conv channels / tp (conv) plus
-/// v_heads / tp x d_k x d_v (recurrent), both in the model's 16-bit dtype (vLLM's default
-/// mamba_cache_dtype / mamba_ssm_cache_dtype "auto" = the model dtype, MambaStateShapeCalculator
-/// gated_delta_net_state_shape).
+/// Recurrent layers (architecture.h HybridConfig: Gated DeltaNet, Mamba-1, Mamba-2) store no token;
+/// each keeps, per sequence and per TP rank, the conv and temporal state of recurrentState(), in
+/// the model's 16-bit dtype (vLLM's default mamba_cache_dtype / mamba_ssm_cache_dtype "auto" = the
+/// model dtype, mamba_utils.py MambaStateDtypeCalculator). MLP-only blocks keep nothing.
 KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, std::uint32_t tp = 1,
                   std::uint32_t firstLayer = 0, std::uint32_t layerCount = 0);
 
 /// The same with separate K and V dtypes (llama.cpp -ctk / -ctv): K rows in @p dtypeK, V rows
 /// in @p dtypeV. An MLA latent row is priced in @p dtypeK (llama.cpp refuses different types for MLA).
+/// Recurrent state elements take @p stateElementBytes each: 2 for vLLM's default, 4 for llama.cpp,
+/// whose R and S caches are f32 whatever -ctk/-ctv (src/llama-model.cpp create_memory:
+/// recurrent_type_r / recurrent_type_s GGML_TYPE_F32).
 KvLayout kvLayout(const Architecture& arch, const KvDtype& dtypeK, const KvDtype& dtypeV, std::uint32_t tp,
-                  std::uint32_t firstLayer, std::uint32_t layerCount);
+                  std::uint32_t firstLayer, std::uint32_t layerCount, std::uint32_t stateElementBytes = 2);
 
 /// How an engine lays the cache out.
 struct Paging {

@@ -46,6 +46,9 @@ struct EngineSetup {
     std::uint32_t pipelineParallel = 1;
     std::string kvDtypeId;                      ///< the KV dtype the engine will use (kvcache.h id)
     std::string kvDtypeVId;                     ///< the V cache dtype when it differs (llama.cpp -ctv); "" = kvDtypeId
+    /// Bytes of one recurrent-state element (kvcache.h kvLayout): 2, the model dtype, in vLLM; 4 in
+    /// llama.cpp, whose R/S caches are f32.
+    std::uint32_t stateElementBytes = 2;
 };
 
 /// How an engine runs a draft model for speculative decoding (`--draft MODEL`).

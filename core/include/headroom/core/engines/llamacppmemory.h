@@ -81,13 +81,25 @@ struct KvCacheBill {
     Bytes vBytes;                     ///< all V tensors
     Bytes fullBytes;                  ///< the full-attention cache ("llama_kv_cache: size = ...")
     Bytes slidingBytes;               ///< the sliding-window cache (the second "size =" line)
+    /// Recurrent layers (Gated DeltaNet, Mamba) of a hybrid or recurrent model: llama_memory_recurrent
+    /// (src/llama-memory-recurrent.cpp) gives each layer one R tensor [n_embd_r, mem_size] and one S
+    /// tensor [n_embd_s, mem_size], f32 (src/llama-model.cpp create_memory: GGML_TYPE_F32 for both),
+    /// mem_size = max(1, n_seq_max) cells whatever the context; n_embd_r / n_embd_s are
+    /// architecture.h recurrentState(arch, layer, 1).
+    std::uint32_t recurrentLayers = 0; ///< "(N cells, L layers, ...)" counts every layer; this counts the kept ones
+    std::uint32_t recurrentCells = 0;  ///< mem_size
+    Bytes rBytes;                      ///< "R (f32): ... MiB"
+    Bytes sBytes;                      ///< "S (f32): ... MiB"
+    /// K and V of the attention layers ("KV buffer size"); the RS buffer is recurrentBytes().
     Bytes totalBytes() const { return kBytes + vBytes; }
+    Bytes recurrentBytes() const { return rBytes + sBytes; }
 };
 
 /// The KV cache of @p arch under @p settings on one device (all layers).
 KvCacheBill kvCache(const Architecture& arch, const ContextSettings& settings);
 
-/// The same, layer by layer (K + V bytes of layer i at index i; 0 for a layer without a cache):
+/// The same, layer by layer (K + V bytes of layer i at index i, R + S bytes for a recurrent layer;
+/// 0 for a layer without a cache):
 /// where each layer's cache lives follows its layer (llamacppoffload.h).
 std::vector<Bytes> kvBytesPerLayer(const Architecture& arch, const ContextSettings& settings);
 
