@@ -34,7 +34,7 @@ std::string familyOf(const std::string& modelType, bool* known)
         {"falcon", "falcon"},       {"RefinedWebModel", "falcon"}, {"RefinedWeb", "falcon"},
         {"gpt2", "gpt2"},           {"opt", "opt"},           {"cohere", "command-r"},
         {"cohere2", "command-r"},   {"qwen2_vl", "qwen2"},    {"qwen2_5_vl", "qwen2"},
-        {"qwen3_next", "qwen3next"},
+        {"qwen3_next", "qwen3next"}, {"qwen3_5", "qwen35"}, {"qwen3_5_text", "qwen35"},
         // GraniteForCausalLM (transformers modeling_granite.py, vLLM granite.py): Llama's tensors;
         // its embedding/attention/residual multipliers and logits_scaling change no shape.
         {"granite", "llama"},
@@ -435,7 +435,7 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     }
     if (f == "gemma2" || f == "gemma3")
         a.normsPerLayer = 4; // input, post_attention, pre_feedforward, post_feedforward
-    if (f == "qwen3" || f == "qwen3moe" || f == "gemma3" || f == "qwen3next")
+    if (f == "qwen3" || f == "qwen3moe" || f == "gemma3" || f == "qwen3next" || f == "qwen35")
         a.qkNorm = true; // Qwen3Attention / Gemma3Attention: RMSNorm on q and k per head, [head_dim] each
     if (f == "command-r")
         a.normsPerLayer = 1; // parallel attention + MLP from one input_layernorm
