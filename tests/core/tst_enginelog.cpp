@@ -69,8 +69,20 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
         return all("available_kv_cache", gib);
     if (figure == "kv_cache_bytes" || figure == "free_after_load_bytes")
         return all(figure == "kv_cache_bytes" ? "kv_cache" : "free_after_load", gib);
+    // An Ollama offload-line term in MiB, and in GiB when it printed GiB (format.HumanBytes2): a
+    // case gives the figure as printed ("1.3" GiB) or in MiB ("19968" for "19.5 GiB").
+    auto asPrinted = [&](const char* name) {
+        std::vector<double> v;
+        for (const LogTerm& t : log.terms)
+            if (t.name == name) {
+                v.push_back(t.value / mib);
+                if (t.printed.find("GiB") != std::string::npos)
+                    v.push_back(t.value / gib);
+            }
+        return v;
+    };
     if (figure == "kv_buffer_mib")
-        return engine == "ollama" && !log.find("kv_buffer") ? one(log.value("required.kv"), mib) : one(log.sumOverDevices("kv_buffer"), mib);
+        return engine == "ollama" && !log.find("kv_buffer") ? asPrinted("required.kv") : one(log.sumOverDevices("kv_buffer"), mib);
     if (figure == "compute_buffer_mib")
         return engine == "ollama" && !log.find("compute_buffer") ? one(log.value("graph.full"), mib)
                                                                   : one(log.sumOverDevices("compute_buffer"), mib);
@@ -91,6 +103,10 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
         return side("kv_buffer", figure[0] == 'h');
     if (figure == "layers_offload")
         return all("layers.offload", 1.0);
+    if (figure == "rs_buffer_mib")
+        return one(log.sumOverDevices("rs_buffer"), mib);
+    if (figure == "projector_weights_mib" || figure == "projector_graph_mib")
+        return asPrinted(figure == "projector_weights_mib" ? "projector.weights" : "projector.graph");
     // One GPU's buffer of a tensor split: cudaN_{weights,kv_buffer,compute_buffer}_bytes.
     if (figure.rfind("cuda", 0) == 0 && figure.size() > 11 && figure.compare(figure.size() - 6, 6, "_bytes") == 0) {
         const std::string::size_type us = figure.find('_');

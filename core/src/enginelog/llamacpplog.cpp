@@ -47,7 +47,8 @@ void readLlamaCppLine(Parser& p, std::string_view l)
 {
     const auto has = [&](std::string_view k) { return l.find(k) != std::string_view::npos; };
     const bool ctx = has("llama_new_context_with_model:") || has("llama_context:") || has("llama_init_from_model:");
-    if (ctx || has("llama_kv_cache") || has("llm_load_tensors:") || has("load_tensors:") || has("llama_model_loader:"))
+    if (ctx || has("llama_kv_cache") || has("llama_memory_recurrent") || has("llm_load_tensors:") || has("load_tensors:")
+        || has("llama_model_loader:"))
         p.vote("llama.cpp", 2);
     if (has("build: ") && (has("llama") || has("main:") || has("system_info"))) {
         const std::string b = wordAfter(l, "build: ");

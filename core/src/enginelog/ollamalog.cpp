@@ -38,6 +38,11 @@ void readOllamaLine(Parser& p, std::string_view l)
             if (auto s = sizeAt(v, 0))
                 p.term(std::string(key).substr(7), s->value, LogUnit::Bytes, s->printed);
         }
+        // The vision projector's own terms (llm/memory.go, v0.6 to v0.12): its weights and one
+        // image through the encoder.
+        for (const char* key : {"projector.weights", "projector.graph"})
+            if (auto s = sizeAt(logfmt(l, key), 0))
+                p.term(key, s->value, LogUnit::Bytes, s->printed);
         const std::string avail = logfmt(l, "memory.available");
         if (auto s = sizeAt(avail, avail.starts_with("[") ? 1 : 0)) {
             p.term("available", s->value, LogUnit::Bytes, s->printed);
