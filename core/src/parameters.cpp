@@ -506,10 +506,26 @@ const char* roleName(TensorRole role)
     return "other";
 }
 
+std::vector<TensorSpec> ggufOnlyTensors(const Architecture& arch)
+{
+    std::vector<TensorSpec> out;
+    if (arch.family == "llama" && arch.ropeScaling.type == "llama3" && arch.headDim >= 2) {
+        TensorSpec t;
+        t.name = "rope_freqs.weight";
+        t.role = TensorRole::Norm;
+        t.cols = arch.headDim / 2;
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
 PricedTensors priceTensors(const Architecture& arch, const WeightFormat& format)
 {
     PricedTensors out;
     out.tensors = listTensors(arch);
+    if (format.ggufFileType != 0)
+        for (TensorSpec& t : ggufOnlyTensors(arch))
+            out.tensors.push_back(std::move(t));
     out.priced.reserve(out.tensors.size());
     for (const TensorSpec& t : out.tensors)
         out.priced.push_back(priceTensor(t, format, arch));

@@ -200,10 +200,8 @@ TEST_CASE("presets get the tensor types real llama-quantize gives them", "[ggufp
     // node-llama-cpp 3.21.1, on F16 GGUF files with the tensor tables of the models' published
     // configs (tests/llamacpp/quantizeoracle.cpp writes and re-checks it). Per model and preset:
     // the count of tensors of each type and their exact bytes. Headroom must give the same counts
-    // and the same bytes, type by type. Two differences are accounted for, not hidden:
-    //  - llama 3.1's rope_freqs.weight (F32, head_dim / 2 values: 256 B) is not in Headroom's
-    //    tensor list (no rope-scaling field in Architecture); the grid names its bytes and the
-    //    test takes that one F32 tensor out of llama-quantize's side;
+    // and the same bytes, type by type (llama 3.1's rope_freqs.weight, F32 head_dim / 2 values,
+    // included: parameters.h ggufOnlyTensors). One difference is accounted for, not hidden:
     //  - rows that Q2_K/Q3_K blocks do not divide fall back to IQ4_NL in the llama.cpp that wrote
     //    the files of 2024-2025 (Headroom's rule) and to Q4_0 in the bundled release: the same
     //    18 bytes per 32 values, so both sides count them as q4_0 here.
@@ -229,14 +227,11 @@ TEST_CASE("presets get the tensor types real llama-quantize gives them", "[ggufp
                 gotBytes[type] += t.bytes.value;
             }
             const WeightBill bill = weightBill(list);
-            const std::uint64_t ropeFreqs = model.value("rope_freqs_bytes", std::uint64_t{0});
             INFO(model.at("id").get<std::string>() << " " << preset << " (" << model.at("config").get<std::string>()
                                                    << ")");
             std::map<std::string, int> wantCounts;
             for (const auto& [type, n] : want.at("type_counts").items())
                 wantCounts[headroomTypeName(type)] = n.get<int>();
-            if (ropeFreqs > 0)
-                --wantCounts["fp32"];
             std::string countsText = "headroom";
             for (const auto& [type, n] : counts)
                 countsText += " " + type + ":" + std::to_string(n);
@@ -248,9 +243,8 @@ TEST_CASE("presets get the tensor types real llama-quantize gives them", "[ggufp
             std::map<std::string, std::uint64_t> wantBytes;
             for (const auto& [type, bytes] : want.at("type_bytes").items())
                 wantBytes[headroomTypeName(type)] = bytes.get<std::uint64_t>();
-            wantBytes["fp32"] -= ropeFreqs;
             CHECK(gotBytes == wantBytes);
-            CHECK(bill.totalBytes.value + ropeFreqs == want.at("tensor_bytes").get<std::uint64_t>());
+            CHECK(bill.totalBytes.value == want.at("tensor_bytes").get<std::uint64_t>());
             ++compared;
         }
     }

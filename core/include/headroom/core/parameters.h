@@ -95,8 +95,15 @@ struct PricedTensors {
     std::vector<PricedTensor> priced;
 };
 
-/// listTensors(arch), each priced by priceTensor(t, format, arch).
+/// listTensors(arch), each priced by priceTensor(t, format, arch), plus in a GGUF format
+/// (ggufFileType != 0) the tensors llama.cpp's converter adds that no Hugging Face checkpoint
+/// holds (ggufOnlyTensors).
 PricedTensors priceTensors(const Architecture& arch, const WeightFormat& format);
+
+/// Tensors a GGUF file of @p arch holds beyond the checkpoint's: llama's rope_freqs.weight, F32
+/// [head_dim / 2], which convert_hf_to_gguf.py LlamaModel.generate_extra_tensors writes when
+/// rope_scaling's rope_type is "llama3" (Llama 3.1 / 3.2 / 3.3); layer -1, role Norm (kept F32).
+std::vector<TensorSpec> ggufOnlyTensors(const Architecture& arch);
 
 /// The weights bill of an already priced list (the sums of priceWeights).
 WeightBill weightBill(const PricedTensors& list);
