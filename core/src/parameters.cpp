@@ -131,17 +131,33 @@ private:
         addLocal("linear_attn.norm.weight", TensorRole::Norm, 1, l.valueHeadDim);
         addLocal("linear_attn.out_proj.weight", TensorRole::AttentionMatrix, h, valueDim);
     }
-    // Mamba-1 (modeling_jamba.py JambaMambaMixer): in_proj to x and z, a depthwise conv with bias,
-    // x_proj to dt, B and C, dt_proj with bias, A_log [d_inner, d_state], D, out_proj; Jamba's
-    // RMSNorms over dt, B and C (use_mamba_kernels' dt_layernorm / b_layernorm / c_layernorm).
+    // The projections every Mamba mixer has: in_proj [inRows, hidden] and the depthwise conv over
+    // @p channels (with its bias when conv_bias) before the scan, out_proj [hidden, d_inner] after
+    // it; in_proj and out_proj biases when proj_bias.
+    void addMambaInput(std::uint64_t inRows, std::uint64_t channels)
+    {
+        const SsmConfig& m = m_arch.hybrid.ssm;
+        addLocal("mamba.in_proj.weight", TensorRole::AttentionMatrix, inRows, m_arch.hiddenSize);
+        addLocal("mamba.conv1d.weight", TensorRole::Norm, channels, m.convKernel);
+        if (m.convBias)
+            addLocal("mamba.conv1d.bias", TensorRole::Bias, 1, channels);
+    }
+    void addMambaOutput(std::uint64_t inRows)
+    {
+        const SsmConfig& m = m_arch.hybrid.ssm;
+        addLocal("mamba.out_proj.weight", TensorRole::AttentionMatrix, m_arch.hiddenSize, m.innerSize);
+        if (m.projBias) {
+            addLocal("mamba.in_proj.bias", TensorRole::Bias, 1, inRows);
+            addLocal("mamba.out_proj.bias", TensorRole::Bias, 1, m_arch.hiddenSize);
+        }
+    }
+    // Mamba-1 (modeling_jamba.py JambaMambaMixer): in_proj to x and z, the conv over x, x_proj to
+    // dt, B and C, dt_proj with bias, A_log [d_inner, d_state], D, out_proj; Jamba's RMSNorms over
+    // dt, B and C (dt_layernorm / b_layernorm / c_layernorm).
     void addMamba()
     {
         const SsmConfig& m = m_arch.hybrid.ssm;
-        const std::uint64_t h = m_arch.hiddenSize;
-        addLocal("mamba.in_proj.weight", TensorRole::AttentionMatrix, 2 * m.innerSize, h);
-        addLocal("mamba.conv1d.weight", TensorRole::Norm, m.innerSize, m.convKernel);
-        if (m.convBias)
-            addLocal("mamba.conv1d.bias", TensorRole::Bias, 1, m.innerSize);
+        addMambaInput(2 * m.innerSize, m.innerSize);
         addLocal("mamba.x_proj.weight", TensorRole::AttentionMatrix, std::uint64_t{m.dtRank} + 2 * std::uint64_t{m.stateSize},
                  m.innerSize);
         addLocal("mamba.dt_proj.weight", TensorRole::AttentionMatrix, m.innerSize, m.dtRank);
@@ -151,33 +167,20 @@ private:
         addLocal("mamba.dt_layernorm.weight", TensorRole::Norm, 1, m.dtRank);
         addLocal("mamba.b_layernorm.weight", TensorRole::Norm, 1, m.stateSize);
         addLocal("mamba.c_layernorm.weight", TensorRole::Norm, 1, m.stateSize);
-        addLocal("mamba.out_proj.weight", TensorRole::AttentionMatrix, h, m.innerSize);
-        if (m.projBias) {
-            addLocal("mamba.in_proj.bias", TensorRole::Bias, 1, 2 * m.innerSize);
-            addLocal("mamba.out_proj.bias", TensorRole::Bias, 1, h);
-        }
+        addMambaOutput(2 * m.innerSize);
     }
     // Mamba-2 (modeling_granitemoehybrid.py GraniteMoeHybridMambaLayer, modeling_nemotron_h.py
-    // NemotronHMamba2Mixer): in_proj to z, x, B, C and dt; a depthwise conv over x, B and C; per-head
+    // NemotronHMamba2Mixer): in_proj to z, x, B, C and dt; the conv over x, B and C; per-head
     // dt_bias, A_log and D; the gated RMSNorm over d_inner; out_proj.
     void addMamba2()
     {
         const SsmConfig& m = m_arch.hybrid.ssm;
-        const std::uint64_t h = m_arch.hiddenSize;
         const std::uint64_t inProj = 2 * m.innerSize + 2 * std::uint64_t{m.groups} * m.stateSize + m.heads;
-        addLocal("mamba.in_proj.weight", TensorRole::AttentionMatrix, inProj, h);
-        addLocal("mamba.conv1d.weight", TensorRole::Norm, m.convChannels(), m.convKernel);
-        if (m.convBias)
-            addLocal("mamba.conv1d.bias", TensorRole::Bias, 1, m.convChannels());
-        addLocal("mamba.dt_bias", TensorRole::Norm, 1, m.heads);
-        addLocal("mamba.A_log", TensorRole::Norm, 1, m.heads);
-        addLocal("mamba.D", TensorRole::Norm, 1, m.heads);
+        addMambaInput(inProj, m.convChannels());
+        for (const char* name : {"mamba.dt_bias", "mamba.A_log", "mamba.D"})
+            addLocal(name, TensorRole::Norm, 1, m.heads);
         addLocal("mamba.norm.weight", TensorRole::Norm, 1, m.innerSize);
-        addLocal("mamba.out_proj.weight", TensorRole::AttentionMatrix, h, m.innerSize);
-        if (m.projBias) {
-            addLocal("mamba.in_proj.bias", TensorRole::Bias, 1, inProj);
-            addLocal("mamba.out_proj.bias", TensorRole::Bias, 1, h);
-        }
+        addMambaOutput(inProj);
     }
     // DeepSeek-V2 MLA (modeling_deepseek.py DeepseekV2Attention).
     void addMlaAttention()

@@ -98,35 +98,17 @@ tl::expected<ModelProfile, std::string> hubCacheGguf(const RepoId& repo, const s
     p.name = repo.id + ":" + tag;
     p.source = "hf-cache " + repo.id + "@" + snapshot.filename().string() + " " + *pick + " " + imported->format + " " +
                imported->formatVersion + " " + (snapshot / *pick).string();
+    // llama.cpp -hf REPO:TAG fetches the repo's mmproj with the model (common/arg.cpp) and loads it.
+    addProjectorWeights(p, *imported, projectorBeside(snapshot / *pick), "llama.cpp -hf loads the repo's mmproj");
     return p;
 }
 
 /// Adds the vision projector a GGUF model runs with (projectorBeside: the mmproj*.gguf in its
-/// folder) to @p p's exact weights, as bytes of type "mmproj", unless the model's own tensor
-/// table already holds a vision tower (v.* tensors, as Ollama's gemma3 files do). The projector's
-/// bytes come from its own tensor table; a projector that does not read is a warning.
+/// folder) to @p p's exact weights (stores/localstores.h addProjectorWeights).
 void addProjectorBeside(ModelProfile& p, const ImportedModel& m, const std::filesystem::path& modelFile)
 {
-    if (m.format != "gguf" || !p.exactWeights)
-        return;
-    for (const ImportedTensor& t : m.tensors)
-        if (t.name.rfind("v.", 0) == 0)
-            return;
-    const std::filesystem::path projector = projectorBeside(modelFile);
-    if (projector.empty())
-        return;
-    auto imported = importModel(projector);
-    if (!imported) {
-        p.warnings.push_back("projector " + projector.filename().string() + " beside the model is not counted: "
-                             + toString(imported.error()));
-        return;
-    }
-    p.exactWeights->totalBytes += imported->weightsBytes;
-    p.exactWeights->parameters += imported->parameters;
-    p.exactWeights->bytesByType["mmproj"] += imported->weightsBytes;
-    p.source += " + projector " + projector.string();
-    p.warnings.push_back("vision projector " + projector.filename().string() + " (" + formatBytes(imported->weightsBytes)
-                         + ") beside the model is counted in the weights (llama.cpp --mmproj)");
+    if (m.format == "gguf")
+        addProjectorWeights(p, m, projectorBeside(modelFile), "llama.cpp --mmproj");
 }
 
 /// The hub-cache import of "ORG/NAME[@REV]" (or "hf://ORG/NAME[@REV]"); nullopt when @p arg is no

@@ -214,6 +214,41 @@ TEST_CASE("Ollama manifests name the GGUF blob and the projector", "[stores][oll
     CHECK(m.model->weightsBytes.value == 1'171'200); // 48 f32 tensors of stories260K
     CHECK(m.projectorBytes.value == 1'026'144);      // the tensor table of the projector blob
     CHECK(m.warnings.empty());
+    // Picked, the projector is planned with the model, not only listed: Ollama loads both.
+    const auto profile = localModelProfile(m);
+    REQUIRE(profile);
+    REQUIRE(profile->exactWeights);
+    CHECK(profile->exactWeights->totalBytes.value == 1'171'200 + 1'026'144);
+    CHECK(profile->exactWeights->bytesByType.at("mmproj").value == 1'026'144);
+    CHECK(profile->source.find("+ projector") != std::string::npos);
+}
+
+TEST_CASE("an LM Studio pick and a hub-cache GGUF pick plan the mmproj beside the model", "[stores][lm-studio]")
+{
+    REQUIRE_STORE_FIXTURES();
+    TempHome home;
+    home.addLmStudioModel();
+    const auto models = scanLmStudio(home.lmStudio());
+    REQUIRE(models.size() == 1);
+    const auto profile = localModelProfile(models[0]);
+    REQUIRE(profile);
+    CHECK(profile->exactWeights->bytesByType.at("mmproj").value == 1'026'144);
+
+    // ORG/NAME:TAG from the hub cache: the GGUF llama.cpp -hf picks and the repo's mmproj.
+    const fs::path repo = home.hubCache() / "models--ggml-org--stories260K-GGUF";
+    fs::create_directories(repo / "refs");
+    writeText(repo / "refs" / "main", std::string(40, '4'));
+    const fs::path snap = repo / "snapshots" / std::string(40, '4');
+    fs::create_directories(snap);
+    fs::copy_file(test::fixture("gguf/stories260K.gguf"), snap / "stories260K-F32.gguf");
+    fs::copy_file(test::fixture("gguf/llama-2-tiny-random.gguf"), snap / "mmproj-stories260K-f16.gguf");
+    ::setenv("HF_HUB_CACHE", home.hubCache().c_str(), 1);
+    auto picked = resolveModel("ggml-org/stories260K-GGUF:F32", ProfileSet{});
+    ::unsetenv("HF_HUB_CACHE");
+    REQUIRE(picked);
+    REQUIRE(picked->exactWeights);
+    CHECK(picked->exactWeights->totalBytes.value == 1'171'200 + 1'026'144);
+    CHECK(picked->exactWeights->bytesByType.at("mmproj").value == 1'026'144);
 }
 
 TEST_CASE("a damaged Ollama store gives errors per model, not a failed listing", "[stores][ollama]")

@@ -102,6 +102,26 @@ std::vector<LocalModel> scanFolder(const fs::path& folder)
     return out;
 }
 
+void addProjectorWeights(ModelProfile& p, const ImportedModel& model, const fs::path& projector, const std::string& how)
+{
+    if (projector.empty() || model.format != "gguf" || !p.exactWeights)
+        return;
+    for (const ImportedTensor& t : model.tensors)
+        if (t.name.rfind("v.", 0) == 0)
+            return;
+    auto imported = importGguf(projector);
+    if (!imported) {
+        p.warnings.push_back("projector " + safeText(projector.filename().string()) + " is not counted: " + toString(imported.error()));
+        return;
+    }
+    p.exactWeights->totalBytes += imported->weightsBytes;
+    p.exactWeights->parameters += imported->parameters;
+    p.exactWeights->bytesByType["mmproj"] += imported->weightsBytes;
+    p.source += " + projector " + projector.string();
+    p.warnings.push_back("vision projector " + safeText(projector.filename().string()) + " (" + formatBytes(imported->weightsBytes)
+                         + ") is counted in the weights (" + how + ")");
+}
+
 std::optional<ModelProfile> localModelProfile(const LocalModel& m)
 {
     if (!m.model || !m.model->architecture)
@@ -111,6 +131,9 @@ std::optional<ModelProfile> localModelProfile(const LocalModel& m)
     p.name = m.name;
     p.source = std::string(localStoreKindName(m.store)) + " " + m.name + (m.revision.empty() ? "" : "@" + m.revision) + " " +
                m.model->format + " " + m.model->formatVersion + " " + m.path.string();
+    addProjectorWeights(p, *m.model, m.projectorPath,
+                        m.store == LocalStoreKind::Ollama ? "the manifest's projector layer, loaded with the model"
+                                                          : "llama.cpp --mmproj");
     return p;
 }
 

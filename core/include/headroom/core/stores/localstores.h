@@ -105,10 +105,21 @@ std::vector<LocalModel> findLocalModels(const LocalStoreRoots& roots);
 /// name. Empty when @p modelFile is itself a projector, or when none is there.
 std::filesystem::path projectorBeside(const std::filesystem::path& modelFile);
 
+/// Adds the vision projector @p projector (a GGUF of its own: general.architecture "clip") that
+/// @p model runs with to @p p's exact weights, as bytes of type "mmproj", and says so in the
+/// warnings, naming @p how it is loaded ("llama.cpp --mmproj", "Ollama's projector layer"). Nothing
+/// when @p model is not a GGUF with an exact tensor table, when its own table already holds a
+/// vision tower (v.* tensors, as Ollama's gemma3 blobs do), or when @p projector is empty; a
+/// projector that does not read is a warning, not counted.
+void addProjectorWeights(ModelProfile& p, const ImportedModel& model, const std::filesystem::path& projector,
+                         const std::string& how);
+
 /// The profile of a local model for the faces' model pickers: named by its store's name
 /// ("meta-llama/Llama-2-7b-hf", "stories:260k", "PUBLISHER/REPO/FILE.gguf"), id = the path it was
 /// imported from (resolveModel reads it again), source = "STORE NAME[@REV] FORMAT VERSION PATH",
-/// with the exact bytes of its files. nullopt when its import failed or gave no architecture.
+/// with the exact bytes of its files: a GGUF model's projector (the Ollama manifest's projector
+/// layer, LM Studio's mmproj*.gguf) is counted in them (addProjectorWeights). nullopt when its
+/// import failed or gave no architecture.
 std::optional<ModelProfile> localModelProfile(const LocalModel& model);
 
 /// The snapshot folder of repo @p repoId ("ORG/NAME") in @p hubCache, at @p revision (a branch
