@@ -26,7 +26,7 @@ if(EXISTS ${_fx}/hf/Llama-2-7b-hf/config.json AND EXISTS ${_fx}/gguf/stories260K
   set(_ggufrepo ${_home}-6/.cache/huggingface/hub/models--ggml-org--stories260K-GGUF)
   headroom_cli_sh_test(cli_plan_hub_cache_gguf_pick
     "${_mk} ${_fx} ${_home}-6 && mkdir -p ${_ggufrepo}/refs ${_ggufrepo}/snapshots/0123456789abcdef0123456789abcdef01234567 && printf 0123456789abcdef0123456789abcdef01234567 > ${_ggufrepo}/refs/main && cp ${_fx}/gguf/stories260K.gguf ${_ggufrepo}/snapshots/0123456789abcdef0123456789abcdef01234567/stories260K-Q8_0.gguf && cp ${_fx}/gguf/stories260K.gguf ${_ggufrepo}/snapshots/0123456789abcdef0123456789abcdef01234567/mmproj-stories260K-Q8_0.gguf && env -i HOME=${_home}-6 HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m ggml-org/stories260K-GGUF:Q8_0 -c 8GiB --json && env -i HOME=${_home}-6 HF_HUB_OFFLINE=1 ${HEADROOM_CLI} plan -m ggml-org/stories260K-GGUF:Q4_K_M -c 8GiB 2>&1; echo \"exit code $?\""
-    "\"model\": \"ggml-org/stories260K-GGUF@0123456789abcdef0123456789abcdef01234567:Q8_0\".*\"weights_bytes\": 1171200.*holds no GGUF for the preset Q4_K_M: it has mmproj-stories260K-Q8_0.gguf, stories260K-Q8_0.gguf.*exit code 1")
+    "\"model\": \"ggml-org/stories260K-GGUF@0123456789abcdef0123456789abcdef01234567:Q8_0\".*\"mmproj\": 1171200.*\"weights_bytes\": 2342400.*holds no GGUF for the preset Q4_K_M: it has mmproj-stories260K-Q8_0.gguf, stories260K-Q8_0.gguf.*exit code 1")
 endif()
 headroom_cli_sh_test(cli_models_local_no_stores
   "env -i HOME=/nonexistent ${HEADROOM_CLI} models --local; echo \"exit code $?\""
