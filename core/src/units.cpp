@@ -1,5 +1,6 @@
 #include "headroom/core/units.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -193,6 +194,17 @@ std::string formatBytesDecimal(Bytes b)
 {
     static const char* const units[] = {"B", "KB", "MB", "GB", "TB", "PB", nullptr};
     return withUnits(b.value, 1000, units);
+}
+
+std::string formatFixed(double value, int decimals, bool sign)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, sign ? "%+.*f" : "%.*f", std::clamp(decimals, 0, 9), value);
+    std::string text = buf;
+    // Rounded to zero: no sign (printf keeps the sign of -0.001 as "-0.00").
+    if (std::isfinite(value) && text.find_first_of("123456789") == std::string::npos && (text[0] == '-' || text[0] == '+'))
+        text.erase(0, 1);
+    return text;
 }
 
 std::string formatThousands(std::uint64_t n)

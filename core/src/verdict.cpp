@@ -294,6 +294,20 @@ std::string fitLimitId(FitLimit limit)
     return "none";
 }
 
+std::optional<FitLimit> fitLimitFromId(const std::string& id)
+{
+    for (FitLimit limit : {FitLimit::None, FitLimit::Memory, FitLimit::ModelContext, FitLimit::EngineCap, FitLimit::Weights,
+                           FitLimit::Overheads, FitLimit::KvRoom, FitLimit::EngineRefusesToStart, FitLimit::EngineFormat,
+                           FitLimit::EngineKvDtype, FitLimit::HostMemory})
+        if (fitLimitId(limit) == id)
+            return limit;
+    return std::nullopt;
+}
+
+bool engineCannotRun(FitLimit limit) { return limit == FitLimit::EngineFormat || limit == FitLimit::EngineKvDtype; }
+
+bool Verdict::engineCannotRun() const { return state == FitState::DoesNotFit && headroom::engineCannotRun(limit); }
+
 std::string fitLimitLabel(FitLimit limit)
 {
     switch (limit) {

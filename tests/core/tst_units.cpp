@@ -59,6 +59,19 @@ TEST_CASE("sizes print both ways", "[units]")
     CHECK(formatCount(6'738'415'616ull) == "6.74B");
 }
 
+TEST_CASE("fixed-point figures never print a negative zero", "[units]")
+{
+    CHECK(formatFixed(1.234, 2) == "1.23");
+    CHECK(formatFixed(-0.001, 2) == "0.00"); // printf alone gives "-0.00" (the Log panel's plan - log)
+    CHECK(formatFixed(-0.0, 1) == "0.0");
+    CHECK(formatFixed(-0.004, 2, true) == "0.00");
+    CHECK(formatFixed(0.0, 2, true) == "0.00");
+    CHECK(formatFixed(0.5, 2, true) == "+0.50");
+    CHECK(formatFixed(-0.02, 2, true) == "-0.02");
+    CHECK(formatFixed(-12.5, 0) == "-12");
+    CHECK(formatFixed(2.0, 0) == "2");
+}
+
 TEST_CASE("arithmetic is checked for overflow", "[units]")
 {
     CHECK_THROWS_AS(checkedMul(1ull << 40, 1ull << 40), OverflowError);

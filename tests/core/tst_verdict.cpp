@@ -141,6 +141,24 @@ TEST_CASE("verdict: engine refusals and sequence caps set by the engine's rules 
     CHECK(refused.state == FitState::DoesNotFit);
     CHECK(refused.limit == FitLimit::EngineKvDtype);
     CHECK(refused.reason == "does not fit: vLLM has no 'q4_0' KV cache");
+    // The engine never starts: no bill of it exists (the faces print only the verdict and reason).
+    CHECK(refused.engineCannotRun());
+    CHECK_FALSE(capped.engineCannotRun());
+}
+
+TEST_CASE("verdict: only a format or KV dtype refusal means the engine cannot run; limit ids read back", "[verdict]")
+{
+    CHECK(engineCannotRun(FitLimit::EngineFormat));
+    CHECK(engineCannotRun(FitLimit::EngineKvDtype));
+    // Weights too large or a vLLM start-up refusal still have a bill that says why.
+    CHECK_FALSE(engineCannotRun(FitLimit::Weights));
+    CHECK_FALSE(engineCannotRun(FitLimit::EngineRefusesToStart));
+    CHECK_FALSE(engineCannotRun(FitLimit::None));
+    for (FitLimit l : {FitLimit::None, FitLimit::Memory, FitLimit::ModelContext, FitLimit::EngineCap, FitLimit::Weights,
+                       FitLimit::Overheads, FitLimit::KvRoom, FitLimit::EngineRefusesToStart, FitLimit::EngineFormat,
+                       FitLimit::EngineKvDtype, FitLimit::HostMemory})
+        CHECK(fitLimitFromId(fitLimitId(l)) == l);
+    CHECK_FALSE(fitLimitFromId("no_such_limit"));
 }
 
 TEST_CASE("verdict: the question defaults are the same in every face", "[verdict]")

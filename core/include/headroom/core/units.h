@@ -80,6 +80,10 @@ std::string asciiLower(std::string_view text);
 std::string formatBytes(Bytes b);
 /// Decimal units with two decimals: "8.59 GB".
 std::string formatBytesDecimal(Bytes b);
+/// @p value with @p decimals decimals (clamped to 0..9), and with @p sign a "+" before a positive
+/// value. A value that rounds to zero prints as zero without a sign: "0.00", never "-0.00" or
+/// "+0.00" (the one place every face formats a fixed-point figure).
+std::string formatFixed(double value, int decimals, bool sign = false);
 /// Thousands separators: 3,624,960.
 std::string formatThousands(std::uint64_t n);
 /// Parameter count with a suffix: "6.74B", "494.03M".

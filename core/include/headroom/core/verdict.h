@@ -84,7 +84,15 @@ struct Verdict {
     bool fits() const { return state == FitState::Fits; }
     /// True when the plan loads at all (speed figures are meaningful only then).
     bool loads() const { return state != FitState::DoesNotFit; }
+    /// True when the engine cannot run the request at all (see engineCannotRun(FitLimit)).
+    bool engineCannotRun() const;
 };
+
+/// True for the limits that mean the engine never starts on this request: it cannot load the
+/// weight format (FitLimit::EngineFormat) or has no such KV cache dtype (FitLimit::EngineKvDtype).
+/// No memory bill of such a plan exists, so every face (the app, `plan`, the reports) prints only
+/// the verdict and its reason for it: no bill, no capacity, no speed.
+bool engineCannotRun(FitLimit limit);
 
 /// The users and context a face asks about when the user gave none: 4 users (the desktop app's
 /// default) and 8,192 tokens each, capped at the model's trained context.
@@ -121,6 +129,8 @@ std::string fitStateLabel(FitState state);
 /// Stable ids for JSON: "none", "memory", "model_context", "engine_cap", "weights", "overheads",
 /// "kv_room", "engine_refuses_to_start", "engine_format", "engine_kv_dtype", "host_memory".
 std::string fitLimitId(FitLimit limit);
+/// The FitLimit of a fitLimitId() (a report's or plan's JSON); nullopt for an unknown id.
+std::optional<FitLimit> fitLimitFromId(const std::string& id);
 /// Words for people, e.g. "memory", "the model's trained context", "the engine would refuse to start".
 std::string fitLimitLabel(FitLimit limit);
 
