@@ -102,6 +102,20 @@ QVariant EngineComparisonModel::data(const QModelIndex& index, int role) const
         return {};
     }
     const PlanResult& p = *row.plan;
+    if (p.verdict.engineCannotRun()) {
+        // The engine never starts on this plan (verdict.h): no bill, no capacity, only the verdict
+        // and its reason, in one cell over the figure columns (EnginesPanel sets the span).
+        const bool reasonCell = column == FirstFigure || column == Limit;
+        if (role == ReasonSpanRole)
+            return column == FirstFigure;
+        if (reasonCell && (role == Qt::DisplayRole || role == RawRole || role == Qt::ToolTipRole))
+            return QString::fromStdString(p.verdict.reason);
+        if (reasonCell && role == Qt::TextAlignmentRole)
+            return QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
+        return {};
+    }
+    if (role == ReasonSpanRole)
+        return false;
     if (role == Qt::TextAlignmentRole)
         return QVariant::fromValue((column == Limit || column == Paging ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignVCenter);
     const auto bytesCell = [&](Bytes b) -> QVariant {

@@ -27,7 +27,16 @@ class EngineComparisonModel : public QAbstractTableModel
     Q_OBJECT
 public:
     enum Column { Engine, Reserved, Usable, Overheads, KvBudget, ResidentTokens, MaxContext, MaxUsers, Paging, Limit, ColumnCount };
-    enum Role { RawRole = Qt::UserRole };
+    enum Role {
+        RawRole = Qt::UserRole,
+        /// True on the Reserved cell of an engine that cannot run the plan (Verdict::engineCannotRun):
+        /// the cell holds the verdict's reason and spans the figure columns (FirstFigure..LastFigure).
+        ReasonSpanRole,
+    };
+    /// The figure columns an engine that cannot run the plan leaves to its reason.
+    static constexpr int FirstFigure = Reserved;
+    /// See FirstFigure.
+    static constexpr int LastFigure = Paging;
 
     explicit EngineComparisonModel(QObject* parent = nullptr);
 

@@ -9,6 +9,7 @@
 #include <QTextBlock>
 #include <QTextLayout>
 #include <QSortFilterProxyModel>
+#include <QStyledItemDelegate>
 #include <QTableView>
 #include <QTextBrowser>
 
@@ -23,6 +24,22 @@ public:
     using QAbstractScrollArea::setViewportMargins;
 };
 
+// The reason of an engine that cannot run the plan spans the figure columns: it asks for no width
+// of its own column when the columns are fitted to their contents (no rect given), and for the
+// height of its text wrapped in the spanned width when the row is fitted (QTableView passes it).
+class ReasonSpanDelegate : public QStyledItemDelegate
+{
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+    QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override
+    {
+        const QSize hint = QStyledItemDelegate::sizeHint(option, index);
+        if (index.data(EngineComparisonModel::ReasonSpanRole).toBool() && option.rect.width() <= 0)
+            return {0, hint.height()};
+        return hint;
+    }
+};
+
 
 } // namespace
 
@@ -34,6 +51,9 @@ EnginesPanel::EnginesPanel(QWidget* parent) : QSplitter(Qt::Vertical, parent)
     proxy->setSourceModel(m_model);
     proxy->setSortRole(EngineComparisonModel::RawRole);
     m_view->setModel(proxy);
+    m_view->setItemDelegate(new ReasonSpanDelegate(m_view));
+    // Spans follow the rows when they are sorted.
+    connect(proxy, &QAbstractItemModel::layoutChanged, this, &EnginesPanel::spanReasons);
     m_view->setSortingEnabled(true);
     m_view->sortByColumn(-1, Qt::AscendingOrder);
     m_view->verticalHeader()->hide();
@@ -80,8 +100,19 @@ void EnginesPanel::setRows(std::vector<EngineRow> rows)
     m_why->setHtml(why);
     fitWholeLines();
     m_model->setRows(std::move(rows));
+    spanReasons();
     m_view->resizeRowsToContents();
     fitWholeRows();
+}
+
+void EnginesPanel::spanReasons()
+{
+    m_view->clearSpans();
+    const QAbstractItemModel* shown = m_view->model();
+    for (int r = 0; r < shown->rowCount(); ++r)
+        if (shown->index(r, EngineComparisonModel::FirstFigure).data(EngineComparisonModel::ReasonSpanRole).toBool())
+            m_view->setSpan(r, EngineComparisonModel::FirstFigure, 1,
+                            EngineComparisonModel::LastFigure - EngineComparisonModel::FirstFigure + 1);
 }
 
 void EnginesPanel::fitWholeRows() { static_cast<WholeRowsTable*>(m_view)->fitWholeRows(); }
@@ -115,6 +146,7 @@ bool EnginesPanel::eventFilter(QObject* watched, QEvent* event)
 void EnginesPanel::clear()
 {
     m_model->setRows({});
+    m_view->clearSpans();
     m_why->clear();
 }
 

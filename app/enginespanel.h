@@ -26,6 +26,9 @@ public:
     /// Bottom margin that ends the table's view on a whole row (no half row at its edge).
     void fitWholeRows();
 
+    /// Spans the reason of each engine that cannot run the plan over the figure columns.
+    void spanReasons();
+
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 

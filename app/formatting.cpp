@@ -22,6 +22,11 @@ QString exactBytesText(Bytes b)
     return QStringLiteral("%1 B (%2)").arg(thousands(b.value), bytesText(b));
 }
 
+QString fixedText(double value, int decimals, bool sign)
+{
+    return QString::fromStdString(formatFixed(value, decimals, sign));
+}
+
 double toGiB(Bytes b)
 {
     return static_cast<double>(b.value) / static_cast<double>(kGiB);

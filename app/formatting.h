@@ -15,6 +15,8 @@ QString thousands(std::uint64_t n);
 QString tokensText(std::uint64_t n);
 /// "5,700,591,616 B (5.31 GiB)".
 QString exactBytesText(Bytes b);
+/// "1.25", "+0.50", "0.00" (core formatFixed: never "-0.00").
+QString fixedText(double value, int decimals, bool sign = false);
 /// Bytes as GiB for plots.
 double toGiB(Bytes b);
 

@@ -13,23 +13,36 @@
 #include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSortFilterProxyModel>
+#include <QStringList>
 #include <QTableView>
 #include <QVBoxLayout>
 
 namespace headroom::app {
 
+namespace {
+
+// One legend entry: its words on one line (non-breaking spaces), so that at a narrow width a whole
+// entry moves to the next line instead of splitting ("partial" / "offload").
+QString legendChip(const QString& text, const QColor& color)
+{
+    return QStringLiteral("<span style='background:%1'>&nbsp;%2&nbsp;</span>")
+        .arg(color.name(), text.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+}
+
+} // namespace
+
 QString matrixCaption(const Catalog& catalog, const Selection& s)
 {
     const EnginePolicy* engine = catalog.findEngine(s.engineId);
     const QString caption = QString::fromStdString(headlineCaption(HeadlineKind::MaxContextPerUser, s.users, s.contextTokens));
-    return QStringLiteral("<b>What fits</b>: %1 (asked: %2 tokens each), %3 KV, %4. "
-                          "<span style='background:%5'>&nbsp;fits&nbsp;</span> "
-                          "<span style='background:%6'>&nbsp;fits with less (the limit in brackets)&nbsp;</span> "
-                          "<span style='background:%7'>&nbsp;partial offload&nbsp;</span> "
-                          "<span style='background:%8'>&nbsp;does not fit&nbsp;</span>")
-        .arg(caption.toHtmlEscaped(), thousands(s.contextTokens), QString::fromStdString(s.kvDtypeId),
-             engine ? QString::fromStdString(engine->name) : QString(), fitColor(Fit::Reaches).name(),
-             fitColor(Fit::Short).name(), fitColor(Fit::Partial).name(), fitColor(Fit::NoRoom).name());
+    return QStringLiteral("<b>What fits</b>: %1 (asked: %2 tokens each), %3 KV, %4. ")
+               .arg(caption.toHtmlEscaped(), thousands(s.contextTokens), QString::fromStdString(s.kvDtypeId),
+                    engine ? QString::fromStdString(engine->name).toHtmlEscaped() : QString())
+        + QStringList{legendChip(QStringLiteral("fits"), fitColor(Fit::Reaches)),
+                      legendChip(QStringLiteral("fits with less (the limit in brackets)"), fitColor(Fit::Short)),
+                      legendChip(QStringLiteral("partial offload"), fitColor(Fit::Partial)),
+                      legendChip(QStringLiteral("does not fit"), fitColor(Fit::NoRoom))}
+              .join(QLatin1Char(' '));
 }
 
 MatrixPanel::MatrixPanel(QWidget* parent) : QWidget(parent)

@@ -91,8 +91,7 @@ QVariant ProbeResultsModel::data(const QModelIndex& index, int role) const
     case Difference:
         if (r.predicted == 0 || (r.measured == 0 && verdict != ProbeVerdict::Pass && verdict != ProbeVerdict::Fail))
             return QStringLiteral("-");
-        return QStringLiteral("%1%2 %").arg(signedDiff >= 0 ? QStringLiteral("+") : QString())
-            .arg(100.0 * signedDiff / static_cast<double>(r.predicted), 0, 'f', 2);
+        return fixedText(100.0 * signedDiff / static_cast<double>(r.predicted), 2, true) + QStringLiteral(" %");
     case Verdict:
         return verdictText(verdict);
     case Note:

@@ -13,6 +13,9 @@ public:
 
     /// Adds a column with a header.
     void addColumn(std::string header, Align align = Align::Left);
+    /// Wraps the cells of column @p column at spaces to lines of at most @p chars characters (a
+    /// word longer than that stays whole); a row then takes as many lines as its tallest cell.
+    void setWrap(std::size_t column, std::size_t chars);
     /// Adds a row; missing cells are empty.
     void addRow(std::vector<std::string> cells);
     /// Prints the header, a rule, and the rows, columns two spaces apart.
@@ -21,6 +24,7 @@ public:
 private:
     std::vector<std::string> m_headers;
     std::vector<Align> m_aligns;
+    std::vector<std::size_t> m_wrap; ///< per column: wrap width in characters, 0 for none
     std::vector<std::vector<std::string>> m_rows;
 };
 

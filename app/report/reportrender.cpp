@@ -10,7 +10,10 @@
 #include <QPageSize>
 #include <QPaintDevice>
 #include <QPainter>
+#include <QPagedPaintDevice>
+#include <QPalette>
 #include <QPdfWriter>
+#include <QRegularExpression>
 #include <QTextCharFormat>
 #include <QTextCursor>
 #include <QTextDocument>
@@ -26,10 +29,25 @@ namespace headroom::report {
 namespace {
 
 constexpr int kChartObjectType = QTextFormat::UserObject + 1;
+// The PDF: A4 portrait at 300 dpi, 15 mm margins on every side.
+constexpr double kPdfMarginMm = 15;
+constexpr int kPdfDpi = 300;
 constexpr int kChartIndexProperty = QTextFormat::UserProperty + 1;
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 QString esc(const std::string& s) { return q(s).toHtmlEscaped(); }
+
+// A figure keeps its unit on its line: the space between a number and the unit after it
+// ("14.96 GiB", "4 users", "12.5 ms") becomes a no-break space, in HTML and in the PDF alike.
+QString keepFiguresWhole(QString text)
+{
+    static const QRegularExpression figure(QStringLiteral("(\\d) (?=(B|KiB|MiB|GiB|TiB|PiB|KB|MB|GB|TB|GB/s|ms|s|%|x|"
+                                                          "tokens?|users?|layers?|bpw|tokens/s)(\\W|$))"));
+    return text.replace(figure, QStringLiteral("\\1") + QChar(0x00A0));
+}
+
+// A cell's text for HTML: escaped, its figures whole.
+QString cellHtml(const std::string& s) { return keepFiguresWhole(q(s)).toHtmlEscaped(); }
 
 QString statusClass(const Table& t, std::size_t r, std::size_t c)
 {
@@ -82,7 +100,7 @@ QString tableHtml(const Table& t, bool forPrint)
                     : status == "less"             ? QStringLiteral(" bgcolor=\"#fff1bf\"")
                     : status == "fail"             ? QStringLiteral(" bgcolor=\"#f6d5d5\"")
                                                    : QString();
-                out += QStringLiteral("<td align=\"%1\"%2>%3</td>").arg(num ? "right" : "left", bg, esc(t.rows[r][c]));
+                out += QStringLiteral("<td align=\"%1\"%2>%3</td>").arg(num ? "right" : "left", bg, cellHtml(t.rows[r][c]));
             } else {
                 QStringList classes;
                 if (num)
@@ -90,12 +108,57 @@ QString tableHtml(const Table& t, bool forPrint)
                 if (!status.isEmpty())
                     classes << status;
                 out += QStringLiteral("<td%1>%2</td>")
-                           .arg(classes.isEmpty() ? QString() : " class=\"" + classes.join(' ') + "\"", esc(t.rows[r][c]));
+                           .arg(classes.isEmpty() ? QString() : " class=\"" + classes.join(' ') + "\"", cellHtml(t.rows[r][c]));
             }
         }
         out += QStringLiteral("</tr>\n");
     }
     out += forPrint ? QStringLiteral("</table>\n") : QStringLiteral("</tbody></table></div>\n");
+    return out;
+}
+
+// The PDF sets at most this many columns in one table (A4 portrait, 8.5 pt): a wider table with
+// key columns is set in parts that repeat them, so that every figure keeps its whole width.
+constexpr std::size_t kPrintColumns = 9;
+
+// @p t in parts of at most kPrintColumns columns, each with t's key columns first.
+std::vector<Table> printParts(const Table& t)
+{
+    if (t.header.size() <= kPrintColumns || t.keyColumns == 0 || t.keyColumns >= kPrintColumns)
+        return {t};
+    const std::size_t perPart = kPrintColumns - t.keyColumns;
+    const std::size_t others = t.header.size() - t.keyColumns;
+    const std::size_t parts = (others + perPart - 1) / perPart;
+    // Parts of even width (10 cards: 5 + 5, not 6 + 4).
+    const std::size_t width = (others + parts - 1) / parts;
+    std::vector<Table> out;
+    for (std::size_t first = t.keyColumns; first < t.header.size(); first += width) {
+        const std::size_t last = std::min(first + width, t.header.size());
+        std::vector<std::size_t> columns;
+        for (std::size_t c = 0; c < t.keyColumns; ++c)
+            columns.push_back(c);
+        for (std::size_t c = first; c < last; ++c)
+            columns.push_back(c);
+        Table part;
+        part.caption = out.empty() ? t.caption
+                                   : (t.caption.empty() ? std::string("continued") : t.caption + " (continued)");
+        part.keyColumns = t.keyColumns;
+        for (std::size_t c : columns) {
+            part.header.push_back(t.header[c]);
+            part.numeric.push_back(c < t.numeric.size() && t.numeric[c]);
+        }
+        for (std::size_t r = 0; r < t.rows.size(); ++r) {
+            std::vector<std::string> row;
+            std::vector<CellStatus> status;
+            for (std::size_t c : columns) {
+                row.push_back(c < t.rows[r].size() ? t.rows[r][c] : std::string());
+                status.push_back(r < t.status.size() && c < t.status[r].size() ? t.status[r][c] : CellStatus::Plain);
+            }
+            part.rows.push_back(std::move(row));
+            part.status.push_back(std::move(status));
+        }
+        out.push_back(std::move(part));
+    }
     return out;
 }
 
@@ -210,7 +273,8 @@ QString printHtml(const Document& d, std::vector<Chart>& charts)
                            .arg(esc(b.text));
                 break;
             case Block::Kind::Table:
-                out += tableHtml(b.table, true);
+                for (const Table& part : printParts(b.table))
+                    out += tableHtml(part, true);
                 break;
             case Block::Kind::Chart:
                 out += QStringLiteral("<p>%1</p>\n").arg(chartMarker(charts.size()));
@@ -300,6 +364,19 @@ std::unique_ptr<QTextDocument> reportTextDocument(const Document& d)
     return doc;
 }
 
+std::unique_ptr<QTextDocument> reportPrintDocument(const Document& d, QPagedPaintDevice& device)
+{
+    auto doc = reportTextDocument(d);
+    doc->documentLayout()->setPaintDevice(&device);
+    // Margins in 96 dpi pixels: the layout scales the root frame's margins to the device
+    // (QTextDocumentLayoutPrivate::layoutFrame), and applies top and bottom on every page.
+    QTextFrameFormat root = doc->rootFrame()->frameFormat();
+    root.setMargin(kPdfMarginMm / 25.4 * 96.0);
+    doc->rootFrame()->setFrameFormat(root);
+    doc->setPageSize(QSizeF(device.width(), device.height()));
+    return doc;
+}
+
 QByteArray reportPdf(const Document& d)
 {
     QByteArray bytes;
@@ -310,9 +387,30 @@ QByteArray reportPdf(const Document& d)
         writer.setTitle(q(d.title));
         writer.setCreator(QStringLiteral("Headroom"));
         writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
-        writer.setResolution(300);
-        auto doc = reportTextDocument(d);
-        doc->print(&writer);
+        writer.setResolution(kPdfDpi);
+        auto doc = reportPrintDocument(d, writer);
+        // Page by page (QTextDocument::print lays a paginated document out the same way, but
+        // draws no page numbers for it).
+        const QSizeF page = doc->pageSize();
+        const double margin = kPdfMarginMm / 25.4 * kPdfDpi;
+        QPainter painter(&writer);
+        QFont numberFont = doc->defaultFont();
+        numberFont.setPointSizeF(8);
+        for (int i = 0; i < doc->pageCount(); ++i) {
+            if (i > 0)
+                writer.newPage();
+            painter.save();
+            painter.translate(0, -i * page.height());
+            QAbstractTextDocumentLayout::PaintContext context;
+            context.clip = QRectF(0, i * page.height(), page.width(), page.height());
+            context.palette.setColor(QPalette::Text, Qt::black);
+            doc->documentLayout()->draw(&painter, context);
+            painter.restore();
+            painter.setFont(numberFont);
+            painter.setPen(QColor(0x66, 0x66, 0x66));
+            painter.drawText(QRectF(margin, page.height() - margin, page.width() - 2 * margin, margin / 2),
+                             Qt::AlignRight | Qt::AlignVCenter, QString::number(i + 1));
+        }
     }
     buffer.close();
     return bytes;

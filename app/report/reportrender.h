@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+class QPagedPaintDevice;
 class QTextDocument;
 
 namespace headroom::report {
@@ -33,7 +34,12 @@ bool renderReportPdf(const std::string& reportJson, const QString& path, QString
 /// The standalone HTML text of @p document (for previews and tests).
 QString reportHtml(const Document& document);
 
-/// The PDF bytes of @p document.
+/// @p document laid out on the pages of @p device as the PDF sets it (A4 at 300 dpi, 15 mm
+/// margins; tables too wide for the page in parts that repeat their key columns): its paint
+/// device and page size set, ready for pageCount(), for a check of every table cell's lines, or
+/// for drawing page by page. The document owns its chart handler.
+std::unique_ptr<QTextDocument> reportPrintDocument(const Document& document, QPagedPaintDevice& device);
+/// The PDF bytes of @p document (reportPrintDocument on a QPdfWriter, a page number on each page).
 QByteArray reportPdf(const Document& document);
 
 /// @p document as a QTextDocument (the one the PDF prints), with the charts as vector objects;

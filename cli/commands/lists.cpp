@@ -41,14 +41,18 @@ void printWrapped(std::ostream& out, const std::string& text, std::size_t width,
     out << line << '\n';
 }
 
-using Align = TextTable::Align;
+/// The engines table wraps a policy's name at this many characters.
+constexpr std::size_t kEngineNameChars = 30;
 
-std::string fixed(double v, int digits)
+/// A release as people read it: a 40-digit commit (llama.cpp, Ollama pinned by commit) as
+/// "commit " and its first 12 digits, anything else as it is.
+std::string releaseText(const std::string& version)
 {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
+    const bool commit = version.size() == 40 && version.find_first_not_of("0123456789abcdef") == std::string::npos;
+    return commit ? "commit " + version.substr(0, 12) : version;
 }
+
+using Align = TextTable::Align;
 
 void listModels(CliContext& ctx)
 {
@@ -94,7 +98,7 @@ void listCards(CliContext& ctx)
     for (const Card& c : p->cards)
         t.addRow({c.id, c.name, c.memoryClass,
                   formatBytes(c.totalBytes) + (c.totalEstimated ? " (estimated)" : ""),
-                  formatThousands(c.totalBytes.value), fixed(c.bandwidthGBps, 0), fixed(c.fp16Tflops, 1)});
+                  formatThousands(c.totalBytes.value), formatFixed(c.bandwidthGBps, 0), formatFixed(c.fp16Tflops, 1)});
     t.print(std::cout);
     std::cout << "\n(estimated): no public driver-reported total was found; the profile's total_note says how it"
                  " was derived.\nAny size works as an anonymous card: --card 8GiB, --card 24GB.\n";
@@ -107,7 +111,7 @@ void listFormats()
     t.addColumn("bpw", Align::Right);
     t.addColumn("description");
     for (const WeightFormat& f : builtinFormats())
-        t.addRow({f.id, fixed(f.bitsPerWeight(), 4), f.description});
+        t.addRow({f.id, formatFixed(f.bitsPerWeight(), 4), f.description});
     t.print(std::cout);
     std::cout << "\nAlso int4-gN and int8-gN for any power-of-two group N from 8 to 4096.\nKV dtypes:";
     for (const KvDtype& d : builtinKvDtypes())
@@ -120,24 +124,26 @@ void listEngines(CliContext& ctx)
     const ProfileSet* p = ctx.profiles();
     if (!p)
         return;
+    // The table stays within kSettingLineChars: the id names the rule (vllm-0.9 is vLLM's), long
+    // names wrap in their column and a release pinned by commit shows its short hash.
     TextTable t;
     t.addColumn("id");
     t.addColumn("name");
-    t.addColumn("rule");
     t.addColumn("fraction", Align::Right);
     t.addColumn("reserve", Align::Right);
     t.addColumn("block", Align::Right);
     t.addColumn("versions");
+    t.setWrap(1, kEngineNameChars);
     // The profiles' source notes (the engine files each rule is read from) are long citations
     // for maintainers; they stay in profiles/engines/*.json.
     for (const EnginePolicy& e : p->engines) {
         const std::string versions = e.versionFrom.empty() && e.versionUntil.empty()
-            ? e.version
+            ? releaseText(e.version)
             : (e.versionFrom.empty() ? "..." : e.versionFrom) + " to " + (e.versionUntil.empty() ? "current" : "<" + e.versionUntil);
-        t.addRow({e.id, e.name, engineKindName(e.kind), e.memoryFraction > 0 ? fixed(e.memoryFraction, 2) : "computed",
-                  formatBytes(e.fixedReserve), std::to_string(e.blockTokens), versions});
+        t.addRow({e.id, e.name, e.memoryFraction > 0 ? formatFixed(e.memoryFraction, 2) : "computed", formatBytes(e.fixedReserve),
+                  std::to_string(e.blockTokens), versions});
     }
-    t.addRow({"--reserve SIZE", "Flat reserve", "flat", "-", "SIZE", "1", "-"});
+    t.addRow({"--reserve SIZE", "Flat reserve", "-", "SIZE", "1", "-"});
     t.print(std::cout);
     std::cout << "\nEach rule's source (the engine's own files) is in profiles/engines/<id>.json.\n";
     // Each engine's own settings (--set KEY=VALUE), once per kind.

@@ -68,6 +68,24 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         out << "\n          (* the version's default or derived from the options)\n";
     }
     out << '\n';
+    const Verdict& v = p.verdict;
+    if (v.engineCannotRun()) {
+        // The engine never starts on this request (verdict.h): no bill and no capacity of it exist.
+        TextTable answer;
+        answer.addColumn("answer");
+        answer.addColumn("value", Align::Right);
+        answer.addRow({"asked", users(p.users) + " x " + tokens(p.contextTokens) + " tokens"});
+        answer.addRow({"verdict", fitStateLabel(v.state)});
+        answer.addRow({"why", fitLimitLabel(v.limit)});
+        answer.print(out, "  ");
+        out << "  " << v.reason << '\n';
+        out << "  " << r.engine.name << " cannot load "
+            << (v.limit == FitLimit::EngineFormat ? p.formatId + " weights" : "a " + p.kvDtypeId + " KV cache")
+            << ": it stops at start-up, before printing its buffers\n";
+        for (const std::string& w : r.model.warnings)
+            out << "  warning: " << w << '\n';
+        return;
+    }
     printBill(p, out);
     out << '\n';
     TextTable cap;
@@ -84,7 +102,6 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         cap.addRow({"vLLM maximum concurrency at " + tokens(p.contextTokens), formatConcurrency(*p.maxConcurrency)});
     if (p.modelContextTokens > 0)
         cap.addRow({"model's trained context", tokens(p.modelContextTokens)});
-    const Verdict& v = p.verdict;
     cap.addRow({"asked", users(p.users) + " x " + tokens(p.contextTokens) + " tokens"});
     cap.addRow({"verdict", fitStateLabel(v.state)});
     if (v.limit != FitLimit::None)
@@ -93,14 +110,8 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         cap.addRow({headlineCaption(v.headline), formatThousands(v.headline.value)});
     cap.print(out, "  ");
     out << "  " << v.reason << '\n';
-    // An engine that cannot load the format (or the KV dtype) stops before it prints its buffers.
-    const bool cannotLoad = v.state == FitState::DoesNotFit && (v.limit == FitLimit::EngineFormat || v.limit == FitLimit::EngineKvDtype);
-    if (cannotLoad && !p.engineFigures.empty())
-        out << "  " << r.engine.name << " cannot load "
-            << (v.limit == FitLimit::EngineFormat ? p.formatId + " weights" : "a " + p.kvDtypeId + " KV cache")
-            << ": it stops at start-up, before printing its buffers\n";
     for (const EngineFigure& f : p.engineFigures)
-        if (!cannotLoad && !f.printed.empty()) // the split's speed inputs are figures the engine does not print
+        if (!f.printed.empty()) // the split's speed inputs are figures the engine does not print
             out << "  " << r.engine.name << " would print: " << f.printed << '\n';
     for (const std::string& n : p.notes)
         out << "  note: " << n << '\n';

@@ -33,18 +33,11 @@ struct SpeedOptions {
     double outputSigma = 1.06;
 };
 
-std::string fixed(double v, int digits)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-    return buf;
-}
-
 void printRoofline(const PlanResult& p)
 {
     const SpeedSummary& s = *p.speed;
-    std::cout << "Roofline: " << p.modelId << " " << p.formatId << " on " << p.cardId << " (" << fixed(s.bandwidthGBps, 0)
-              << " GB/s, " << fixed(s.peakTflops, 1) << " TFLOP/s fp16" << (s.calibrated ? ", measured" : ", datasheet")
+    std::cout << "Roofline: " << p.modelId << " " << p.formatId << " on " << p.cardId << " (" << formatFixed(s.bandwidthGBps, 0)
+              << " GB/s, " << formatFixed(s.peakTflops, 1) << " TFLOP/s fp16" << (s.calibrated ? ", measured" : ", datasheet")
               << "), context " << formatThousands(s.contextTokens) << " tokens\n\n";
     TextTable t;
     t.addColumn("batch", Align::Right);
@@ -53,19 +46,19 @@ void printRoofline(const PlanResult& p)
     t.addColumn("per sequence", Align::Right);
     t.addColumn("bound");
     for (const SpeedPoint& pt : s.curve)
-        t.addRow({std::to_string(pt.batch), fixed(pt.stepMs, 3), fixed(pt.tokensPerSecond, 1),
-                  fixed(pt.tokensPerSecond / static_cast<double>(pt.batch), 1), pt.computeBound ? "compute" : "memory"});
+        t.addRow({std::to_string(pt.batch), formatFixed(pt.stepMs, 3), formatFixed(pt.tokensPerSecond, 1),
+                  formatFixed(pt.tokensPerSecond / static_cast<double>(pt.batch), 1), pt.computeBound ? "compute" : "memory"});
     t.print(std::cout, "  ");
-    std::cout << "\n  TTFT (prefill of " << formatThousands(s.contextTokens) << " tokens): " << fixed(s.ttftMs, 1) << " ms\n";
-    std::cout << "  TPOT at " << formatThousands(s.users) << (s.users == 1 ? " user: " : " users: ") << fixed(s.tpotMs, 2) << " ms ("
-              << fixed(s.aggregateTokensPerSecond, 1) << " tokens/s in all)\n";
+    std::cout << "\n  TTFT (prefill of " << formatThousands(s.contextTokens) << " tokens): " << formatFixed(s.ttftMs, 1) << " ms\n";
+    std::cout << "  TPOT at " << formatThousands(s.users) << (s.users == 1 ? " user: " : " users: ") << formatFixed(s.tpotMs, 2) << " ms ("
+              << formatFixed(s.aggregateTokensPerSecond, 1) << " tokens/s in all)\n";
     std::cout << "  knee: " << (s.kneeBatch ? "batch " + std::to_string(*s.kneeBatch) : std::string("beyond batch 1,024"))
               << " (decode turns compute-bound)\n";
     if (s.split)
         std::cout << "  layer split: " << s.split->gpuLayers << " of " << s.split->totalLayers << " layers on the GPU: about "
-                  << fixed(s.split->speed.tokensPerSecond, 1) << " tokens/s for one sequence (GPU " << fixed(s.split->speed.gpuMs, 1)
-                  << " ms, host " << fixed(s.split->speed.hostMs, 1) << " ms at " << fixed(s.split->hostBandwidthGBps, 1) << " GB/s"
-                  << (s.split->hostBandwidthAssumed ? " assumed" : "") << ", PCIe " << fixed(s.split->speed.linkMs, 2)
+                  << formatFixed(s.split->speed.tokensPerSecond, 1) << " tokens/s for one sequence (GPU " << formatFixed(s.split->speed.gpuMs, 1)
+                  << " ms, host " << formatFixed(s.split->speed.hostMs, 1) << " ms at " << formatFixed(s.split->hostBandwidthGBps, 1) << " GB/s"
+                  << (s.split->hostBandwidthAssumed ? " assumed" : "") << ", PCIe " << formatFixed(s.split->speed.linkMs, 2)
                   << " ms a token; the table above is the all-on-GPU roofline)\n";
     if (p.maxUsers)
         std::cout << "  memory allows " << formatThousands(*p.maxUsers) << " users at this context\n";
@@ -77,28 +70,28 @@ void printBatching(const SpeedOptions& o, unsigned slots)
     const BatchingResult st = simulateStaticBatching(lengths, slots);
     const BatchingResult ct = simulateContinuousBatching(lengths, slots);
     std::cout << "\nBatching: " << o.requests << " requests, " << slots << " slots, output lengths log-normal (median "
-              << fixed(o.medianOutputTokens, 0) << ", total " << formatThousands(st.totalTokens) << " tokens)\n\n";
+              << formatFixed(o.medianOutputTokens, 0) << ", total " << formatThousands(st.totalTokens) << " tokens)\n\n";
     TextTable t;
     t.addColumn("schedule");
     t.addColumn("steps", Align::Right);
     t.addColumn("tokens/step", Align::Right);
     t.addColumn("mean latency (steps)", Align::Right);
     t.addColumn("mean in service (steps)", Align::Right);
-    t.addRow({"static", formatThousands(st.totalSteps), fixed(st.tokensPerStep, 2), fixed(st.meanLatencySteps, 1),
-              fixed(st.meanServiceSteps, 1)});
-    t.addRow({"continuous", formatThousands(ct.totalSteps), fixed(ct.tokensPerStep, 2), fixed(ct.meanLatencySteps, 1),
-              fixed(ct.meanServiceSteps, 1)});
+    t.addRow({"static", formatThousands(st.totalSteps), formatFixed(st.tokensPerStep, 2), formatFixed(st.meanLatencySteps, 1),
+              formatFixed(st.meanServiceSteps, 1)});
+    t.addRow({"continuous", formatThousands(ct.totalSteps), formatFixed(ct.tokensPerStep, 2), formatFixed(ct.meanLatencySteps, 1),
+              formatFixed(ct.meanServiceSteps, 1)});
     t.print(std::cout, "  ");
-    std::cout << "  continuous: " << fixed(ct.tokensPerStep / st.tokensPerStep, 2) << "x throughput, "
-              << fixed(st.meanLatencySteps / ct.meanLatencySteps, 2) << "x lower mean latency\n";
+    std::cout << "  continuous: " << formatFixed(ct.tokensPerStep / st.tokensPerStep, 2) << "x throughput, "
+              << formatFixed(st.meanLatencySteps / ct.meanLatencySteps, 2) << "x lower mean latency\n";
 }
 
 void printSpeculative(const SpeedOptions& o)
 {
     std::cout << "\nSpeculative decoding: acceptance " << o.acceptance << ", draft " << o.draftTokens << " tokens, draft cost "
               << o.draftCost << " of a target step\n";
-    std::cout << "  " << fixed(speculativeTokensPerVerification(o.acceptance, o.draftTokens), 2)
-              << " tokens per verification, speed-up " << fixed(speculativeSpeedup(o.acceptance, o.draftTokens, o.draftCost), 2)
+    std::cout << "  " << formatFixed(speculativeTokensPerVerification(o.acceptance, o.draftTokens), 2)
+              << " tokens per verification, speed-up " << formatFixed(speculativeSpeedup(o.acceptance, o.draftTokens, o.draftCost), 2)
               << "x\n";
 }
 

@@ -15,13 +15,6 @@ namespace headroom {
 
 namespace {
 
-std::string fixed(double v, int decimals)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
-
 std::string lower(std::string s)
 {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -279,7 +272,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             return tl::unexpected(kv.error());
         add("--max-model-len", ctx, arg, ctxNote);
         add("--max-num-seqs", users, arg, "concurrent sequences");
-        add("--gpu-memory-utilization", fixed(request.engine.memoryFraction, 2), arg,
+        add("--gpu-memory-utilization", formatFixed(request.engine.memoryFraction, 2), arg,
             "fraction of the card total the plan gave vLLM");
         add("--kv-cache-dtype", *kv, arg, *kv == "auto" ? "auto = the model's dtype (" + plan.kvDtypeId + ")" : "fp8 cache");
         add("--tensor-parallel-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
@@ -356,7 +349,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             fraction = v->number;
         add("--context-length", ctx, arg, ctxNote);
         add("--max-running-requests", users, arg, "concurrent requests");
-        add("--mem-fraction-static", fixed(fraction, 3), arg, "weights + KV pool share of the card, as planned");
+        add("--mem-fraction-static", formatFixed(fraction, 3), arg, "weights + KV pool share of the card, as planned");
         // The sizing settings the plan was asked with, so that the engine sizes its pool the same way.
         for (const SettingValue& v : plan.engineSettings) {
             if (!v.given)
@@ -422,7 +415,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         double fraction = request.engine.memoryFraction;
         if (const SettingValue* v = appliedSetting(plan, "free_gpu_memory_fraction"); v && v->number > 0)
             fraction = v->number;
-        add("--kv_cache_free_gpu_memory_fraction", fixed(fraction, 2), arg, "share of the memory free after loading the KV cache takes");
+        add("--kv_cache_free_gpu_memory_fraction", formatFixed(fraction, 2), arg, "share of the memory free after loading the KV cache takes");
         if (plan.tensorParallel > 1)
             add("--tp_size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
         if (plan.pipelineParallel > 1)

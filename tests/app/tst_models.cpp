@@ -166,15 +166,26 @@ TEST_CASE("engine comparison runs the same cell under every engine policy", "[mo
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
     model.setRows(compareEngines(cat, sel, sel.modelId, sel.formatId, "rtx-4090"));
     REQUIRE(model.rowCount() == static_cast<int>(cat.profiles().engines.size()));
+    int cannotRun = 0;
     for (int r = 0; r < model.rowCount(); ++r) {
         const EngineRow& row = model.rows()[static_cast<std::size_t>(r)];
         REQUIRE(row.plan);
         auto direct = planFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", row.policy.id);
         REQUIRE(direct);
+        const QModelIndex maxContext = model.index(r, EngineComparisonModel::MaxContext);
+        if (direct->verdict.engineCannotRun()) {
+            // An engine that cannot run the plan (llama.cpp and int4-g128) shows only the verdict and
+            // its reason, in the first figure cell; no bill, no capacity.
+            ++cannotRun;
+            CHECK(model.data(model.index(r, EngineComparisonModel::FirstFigure)).toString().toStdString() == direct->verdict.reason);
+            CHECK(model.data(model.index(r, EngineComparisonModel::FirstFigure), EngineComparisonModel::ReasonSpanRole).toBool());
+            for (int c = EngineComparisonModel::FirstFigure + 1; c <= EngineComparisonModel::LastFigure; ++c)
+                CHECK(model.data(model.index(r, c)).toString().isEmpty());
+            continue;
+        }
         CHECK(model.data(model.index(r, EngineComparisonModel::Usable), EngineComparisonModel::RawRole).toULongLong()
               == direct->usableBytes.value);
         // Capacity only for an engine that loads the plan; one that cannot says no (its reason in the tooltip).
-        const QModelIndex maxContext = model.index(r, EngineComparisonModel::MaxContext);
         CHECK(model.data(maxContext).toString().toStdString()
               == (direct->verdict.loads() ? formatThousands(direct->maxContext.value_or(0)) : std::string("no")));
         if (!direct->verdict.loads())
@@ -183,6 +194,7 @@ TEST_CASE("engine comparison runs the same cell under every engine policy", "[mo
               == fitColor(WhatFitsModel::fitOf(*direct, 0)));
         CHECK(!explainPolicy(row.policy).isEmpty());
     }
+    CHECK(cannotRun >= 1);
     // llama.cpp keeps a fixed 1 GiB free; vLLM takes 90 % of the total: different usable bytes.
     const auto usableOf = [&](const std::string& id) {
         for (const EngineRow& row : model.rows())
@@ -208,7 +220,7 @@ TEST_CASE("probe results show predicted against measured with pass or fail", "[m
     model.setRows({ok, slow, unsupported, calibration});
     const QStringList expected = {
         QStringLiteral("Probe | Quantity | Predicted | Measured | Difference | Verdict | Note"),
-        QStringLiteral("allocation | KV for 295 tokens | 3,624,960 B (3.46 MiB) | 3,624,960 B (3.46 MiB) | +0.00 % | pass | "),
+        QStringLiteral("allocation | KV for 295 tokens | 3,624,960 B (3.46 MiB) | 3,624,960 B (3.46 MiB) | 0.00 % | pass | "),
         QStringLiteral("decode step | batch 4 | 20.000 ms | 25.000 ms | +25.00 % | FAIL | slower"),
         QStringLiteral("limit search | resident tokens | 0 tokens | - | - | not supported | MoE"),
         QStringLiteral("decode step | decode bandwidth | - | 6.80 GB/s | - | measured | calibrates"),

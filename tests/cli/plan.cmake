@@ -114,7 +114,12 @@ set_tests_properties(cli_plan_free PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
 headroom_cli_sh_test(cli_engines_settings_wrapped
   "${HEADROOM_CLI} engines | sed -n '/settings (--set KEY=VALUE):/,$p' > ${CLI_SCRATCH}/engines.txt; echo \"settings lines $(grep -c . ${CLI_SCRATCH}/engines.txt), over 100: $(awk 'length > 100' ${CLI_SCRATCH}/engines.txt | wc -l)\"; grep -A1 '^  mem-fraction-static' ${CLI_SCRATCH}/engines.txt"
   "settings lines [1-9][0-9]+, over 100: 0\n  mem-fraction-static \\(mem_fraction_static\\): a number; [^\n]+\n      [a-z]")
-# An engine that cannot load the format prints no start-up lines for it, and says so.
+# Every line of `engines`, the policy table too (one ran to 149 characters), is at most 100 wide.
+headroom_cli_sh_test(cli_engines_lines_wrapped
+  "${HEADROOM_CLI} engines > ${CLI_SCRATCH}/engines-all.txt; echo \"lines $(grep -c . ${CLI_SCRATCH}/engines-all.txt), over 100: $(awk 'length > 100' ${CLI_SCRATCH}/engines-all.txt | wc -l)\"; grep -A1 '^tensorrt-llm-0 ' ${CLI_SCRATCH}/engines-all.txt"
+  "lines [1-9][0-9]+, over 100: 0\ntensorrt-llm-0 +TensorRT-LLM 0.x [^\n]+\n +[a-z(]")
+# An engine that cannot load the format prints only the verdict and the reason: no start-up lines,
+# no memory bill, no capacity (verdict.h engineCannotRun).
 headroom_cli_sh_test(cli_plan_engine_cannot_load_format
-  "${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp; echo \"would print lines: $(${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp | grep -c 'would print')\""
-  "llama.cpp \\(--fit\\) cannot load int4-g128 weights: it stops at start-up, before printing its buffers\n.*would print lines: 0")
+  "${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp; echo \"would print, bill, capacity lines: $(${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp | grep -c -e 'would print' -e 'KV cache budget' -e 'max resident tokens')\""
+  "verdict +does not fit\n  why +the engine cannot load this weight format\n  does not fit: llama.cpp [^\n]+\n  llama.cpp \\(--fit\\) cannot load int4-g128 weights: it stops at start-up, before printing its buffers\n.*would print, bill, capacity lines: 0")

@@ -10,28 +10,16 @@ namespace headroom {
 
 namespace {
 
-std::string gib(double bytes)
-{
-    char b[64];
-    std::snprintf(b, sizeof b, "%.2f GiB", bytes / 1073741824.0);
-    return b;
-}
+std::string gib(double bytes) { return formatFixed(bytes / 1073741824.0, 2) + " GiB"; }
 
-std::string fixed2(double v)
-{
-    char b[32];
-    std::snprintf(b, sizeof b, "%.2f", v);
-    return b;
-}
+std::string fixed2(double v) { return formatFixed(v, 2); }
 
 std::string signedDiff(const ComponentComparison& c)
 {
     if (!c.predicted || !c.measured)
         return "";
     const double d = static_cast<double>(c.predicted->value) - static_cast<double>(c.measured->value);
-    char b[64];
-    std::snprintf(b, sizeof b, "%+.2f GiB", d / 1073741824.0);
-    return b;
+    return formatFixed(d / 1073741824.0, 2, true) + " GiB";
 }
 
 std::string figureLabel(const std::string& name)
@@ -116,9 +104,8 @@ std::vector<std::string> headerLinesOf(const EngineLog& log)
 std::string kvFigureLineOf(const KvFigureComparison& f)
 {
     const double err = f.printed ? (static_cast<double>(f.predicted) - static_cast<double>(f.printed)) / static_cast<double>(f.printed) * 100.0 : 0;
-    char e[32];
-    std::snprintf(e, sizeof e, "%+.1f %%", err);
-    return figureLabel(f.name) + ": the log " + formatThousands(f.printed) + ", the plan " + formatThousands(f.predicted) + " (" + e +
+    return figureLabel(f.name) + ": the log " + formatThousands(f.printed) + ", the plan " + formatThousands(f.predicted) + " ("
+        + formatFixed(err, 1, true) + " %" +
            "), calibrated " + formatThousands(f.calibrated) + (f.calibrated == f.printed ? " (exact)" : "");
 }
 

@@ -268,6 +268,25 @@ CellStatus verdictStatus(const json& planOrCell)
 
 bool loads(const json& plan) { return verdictStatus(plan) != CellStatus::Fail; }
 
+// The engine never starts on this plan (verdict.h engineCannotRun): it has no bill to print.
+bool cannotRun(const json& plan)
+{
+    if (!plan.contains("verdict"))
+        return false;
+    const auto limit = fitLimitFromId(plan["verdict"]["limit"].get<std::string>());
+    return limit && plan["verdict"]["state"].get<std::string>() == "does_not_fit" && engineCannotRun(*limit);
+}
+
+// "Does not fit: ..." of a plan: the verdict's reason with its first letter upper case.
+std::string reasonSentence(const json& p)
+{
+    std::string reason = p["reason"].get<std::string>();
+    if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0 && reason.rfind("fits with less", 0) != 0)
+        reason = (p["fits"].get<bool>() ? "fits: " : "does not fit: ") + reason;
+    reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
+    return reason;
+}
+
 // The question of the requests in words: "max context per user for 4 users, 8,192 tokens asked
 // each". Computed from the first request (a report asks one question of every cell), never from
 // a cell's figures.
@@ -308,6 +327,7 @@ Section whatFitsSection(const json& doc)
         numeric.push_back(true);
     }
     Table t = makeTable("", header, numeric);
+    t.keyColumns = 3;
     for (const auto& [model, format] : rowsKeys) {
         std::vector<std::string> row{model, format, kDash};
         std::vector<CellStatus> status(3, CellStatus::Plain);
@@ -385,6 +405,8 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
     c.segmentNames = {"weights", "runtime and activations", "KV cache budget", "kept free by the engine"};
     for (const json* pp : memoryChartPlans(doc, detailed, c.title)) {
         const json& p = *pp;
+        if (cannotRun(p))
+            continue;
         const double gib = static_cast<double>(kGiB);
         const std::uint64_t weights = p["weights_bytes"].get<std::uint64_t>();
         const std::uint64_t over = sumItems(p["overheads"]);
@@ -398,14 +420,32 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
                                          + bytesText(weights + over - p["usable_bytes"].get<std::uint64_t>())
                                                                                          : std::string()));
     }
-    s.blocks.push_back(chartBlock(c));
+    if (!c.categories.empty())
+        s.blocks.push_back(chartBlock(c));
     Table t = makeTable("", {"plan", "card total", "weights", "runtime and activations", "KV cache budget", "kept free"},
                         {false, true, true, true, true, true});
-    for (const json& p : doc["plans"])
+    // A plan the engine cannot run has no bill: its verdict's reason instead, once per reason,
+    // naming the models, formats and cards it stops.
+    std::vector<std::pair<std::string, json>> noBill; // reason, its plans
+    for (const json& p : doc["plans"]) {
+        if (cannotRun(p)) {
+            const std::string reason = reasonSentence(p);
+            auto same = std::find_if(noBill.begin(), noBill.end(), [&](const auto& r) { return r.first == reason; });
+            if (same == noBill.end())
+                same = noBill.insert(noBill.end(), {reason, json::array()});
+            same->second.push_back(p);
+            continue;
+        }
         addRow(t, {planLabel(p), bytesText(p["card_total_bytes"].get<std::uint64_t>()), bytesText(p["weights_bytes"].get<std::uint64_t>()),
                    bytesText(sumItems(p["overheads"])), bytesText(p["kv_budget_bytes"].get<std::uint64_t>()),
                    bytesText(sumItems(p["reserved"]))});
-    s.blocks.push_back(tableBlock(t));
+    }
+    if (!t.rows.empty())
+        s.blocks.push_back(tableBlock(t));
+    for (const auto& [reason, plans] : noBill)
+        s.blocks.push_back(paragraph("No bill for " + joinUnique(plans, "model") + " in " + joinUnique(plans, "weights_format")
+                                     + " on " + joinUnique(plans, "card") + ": the engine never starts. " + reason
+                                     + (reason.empty() || reason.back() == '.' ? "" : ".")));
     s.blocks.push_back(paragraph("Weights and runtime memory come first; the KV cache gets what is left of the usable memory. "
                                  "The bill of each plan, item by item, is under Plans."));
     return s;
@@ -619,11 +659,9 @@ Section planSection(const json& p)
     Section s;
     s.level = 3;
     s.heading = planLabel(p) + " (" + p["engine"].get<std::string>() + ")";
-    std::string reason = p["reason"].get<std::string>();
-    if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0 && reason.rfind("fits with less", 0) != 0)
-        reason = (p["fits"].get<bool>() ? "fits: " : "does not fit: ") + reason;
-    reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
-    s.blocks.push_back(paragraph(reason));
+    s.blocks.push_back(paragraph(reasonSentence(p)));
+    if (cannotRun(p)) // only the verdict and its reason: the engine never starts, no bill exists
+        return s;
 
     Table bill = makeTable("Memory bill, per device", {"memory", "bytes", "size", "how"}, {false, true, true, false});
     const auto row = [&](const std::string& name, std::uint64_t b, const std::string& how) {

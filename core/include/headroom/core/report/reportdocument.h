@@ -29,6 +29,9 @@ struct Table {
     std::vector<bool> numeric;                    ///< per column: right-align
     std::vector<std::vector<std::string>> rows;   ///< [row][column] display text ("12.00 GiB")
     std::vector<std::vector<CellStatus>> status;  ///< [row][column]; empty or same shape as rows
+    /// The leading columns that name a row (model, format, size): a renderer that splits a table
+    /// too wide for its page into parts repeats them in every part; 0: never split.
+    std::size_t keyColumns = 0;
 };
 
 /// One line of a line chart: points (x[i], y[i]).
