@@ -278,6 +278,15 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         add("--tensor-parallel-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
         if (plan.pipelineParallel > 1)
             add("--pipeline-parallel-size", std::to_string(plan.pipelineParallel), arg, "pipeline stages");
+        // --cpu-offload-gb as the plan applied it (engines/vllmoffload.h); not when the version
+        // ignores it (no offload figure), so the command says what the plan priced.
+        for (const EngineFigure& f : plan.engineFigures)
+            if (f.name == "cpu_offloaded_bytes")
+                for (const SettingValue& v : plan.engineSettings)
+                    if (v.key == "cpu-offload-gb")
+                        add("--cpu-offload-gb", v.text, arg,
+                            "GiB of weights per GPU in pinned host memory (" + formatBytes(Bytes{static_cast<std::uint64_t>(f.value)})
+                                + " moved, whole parameters)");
         const auto [quantization, quantNote] = vllmQuantization(request.model, plan.formatId);
         if (!quantization.empty())
             add("--quantization", quantization, arg, quantNote);

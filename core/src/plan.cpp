@@ -4,6 +4,8 @@
 #include "headroom/core/enginerules.h"
 #include "headroom/core/parameters.h"
 
+#include "sharding.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,12 +21,6 @@ struct DeviceWeights {
     std::uint32_t layerCount = 0;
 };
 
-bool shardedByTp(TensorRole role)
-{
-    return role == TensorRole::AttentionMatrix || role == TensorRole::MlpMatrix || role == TensorRole::ExpertMatrix
-        || role == TensorRole::TokenEmbedding || role == TensorRole::Output || role == TensorRole::VisionMatrix;
-}
-
 // Splits the layers into pp stages of ceil(L/pp) (vLLM get_pp_indices gives the remainder to
 // the last stages; the busiest stage holds ceil(L/pp) either way), embeddings on the first
 // stage, final norm and lm_head on the last, and shards matrices by tp (column/row parallel
@@ -36,7 +32,7 @@ DeviceWeights busiestDevice(const Architecture& arch, const PricedTensors& list,
     for (std::size_t i = 0; i < list.tensors.size(); ++i) {
         const TensorSpec& t = list.tensors[i];
         Bytes b = list.priced[i].bytes;
-        if (tp > 1 && shardedByTp(t.role))
+        if (tp > 1 && shardedByTensorParallel(t.role))
             b = Bytes{ceilDiv(b.value, tp)};
         std::uint32_t s = 0;
         if (t.layer >= 0)
@@ -271,7 +267,20 @@ private:
             m_out.kvBlocks = *bill.kvBlocks;
         else if (blockBytes.value > 0)
             m_out.kvBlocks = m_out.kvBudgetBytes.value / blockBytes.value;
+        // vLLM --cpu-offload-gb: the offloaded weights leave the device (engines/vllmoffload.h).
+        if (const EngineFigure* off = ownFigure("cpu_offloaded_bytes")) {
+            m_offloadedBytes = Bytes{static_cast<std::uint64_t>(off->value)};
+            m_out.weightsBytes = saturatingSub(m_out.weightsBytes, m_offloadedBytes);
+        }
         m_weightsFit = m_out.weightsBytes + totalBytes(m_out.overheads) <= m_out.usableBytes;
+    }
+
+    const EngineFigure* ownFigure(const char* name) const
+    {
+        for (const EngineFigure& f : m_out.engineFigures)
+            if (f.name == name)
+                return &f;
+        return nullptr;
     }
 
     void computeCapacity()
@@ -327,6 +336,30 @@ private:
         const std::uint64_t ctx = m_out.contextTokens > 0 ? m_out.contextTokens : 1;
         m_out.speed = summarizeSpeed(in, m_out.users, ctx);
         estimateSplitSpeed(bandwidth);
+        estimateOffloadSpeed();
+    }
+
+    // vLLM --cpu-offload-gb: every forward pass reads the offloaded parameters from pinned host
+    // memory over the host link (UVA in V1, copies in V0), once per step for the whole batch.
+    void estimateOffloadSpeed()
+    {
+        if (m_offloadedBytes.value == 0 || !m_out.speed || m_out.speed->decodeTokensPerSecond <= 0)
+            return;
+        const double deviceMs = 1000.0 / m_out.speed->decodeTokensPerSecond;
+        const double linkMs = static_cast<double>(m_offloadedBytes.value) / (kPcie4x16GBps * 1e9) * 1000.0;
+        SpeedSummary& sp = *m_out.speed;
+        sp.decodeTokensPerSecond = 1000.0 / (deviceMs + linkMs);
+        if (sp.tpotMs > 0) {
+            sp.tpotMs += linkMs; // one read of the offloaded weights serves the whole batch
+            sp.aggregateTokensPerSecond = static_cast<double>(std::max<std::uint64_t>(sp.users, 1)) * 1000.0 / sp.tpotMs;
+        }
+        char line[240];
+        std::snprintf(line, sizeof line,
+                      "offload speed: the %.2f GiB offloaded cross the host link every step (%.1f ms at PCIe 4.0 x16, "
+                      "%.1f GB/s, assumed) beside %.1f ms on the GPU: about %.1f tokens/s",
+                      static_cast<double>(m_offloadedBytes.value) / static_cast<double>(kGiB), linkMs, kPcie4x16GBps,
+                      deviceMs, m_out.speed->decodeTokensPerSecond);
+        m_out.notes.push_back(line);
     }
 
     // A layer split (the engine's split_* figures, llama.cpp/Ollama): one sequence's decode step
@@ -376,6 +409,7 @@ private:
     std::uint32_t m_firstLayer = 0;
     std::uint32_t m_layerCount = 0;
     bool m_weightsFit = false;
+    Bytes m_offloadedBytes; ///< vLLM --cpu-offload-gb: weights in host memory, not on the device
 };
 
 } // namespace

@@ -370,6 +370,13 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
         }
         return partial;
     }
+    // Weights the engine keeps in host memory without a layer split (vLLM --cpu-offload-gb's
+    // pinned parameters, engines/vllmoffload.h) count against --host-ram too.
+    if (const Bytes host = hostBill(plan); request.hostMemoryBytes && engineFigure(plan, "cpu_offloaded_bytes")
+                                            && host > *request.hostMemoryBytes)
+        return doesNotFit(v, FitLimit::HostMemory, "host " + comparison(host, *request.hostMemoryBytes),
+                          formatBytes(host) + " of pinned host memory for the offloaded weights: more than the "
+                              + formatBytes(*request.hostMemoryBytes) + " of host memory (--host-ram)");
     const Bytes overheads = totalBytes(plan.overheads);
     const Bytes spent = plan.weightsBytes + overheads;
     if (plan.weightsBytes > plan.usableBytes)

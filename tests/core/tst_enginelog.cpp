@@ -67,6 +67,8 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
     };
     if (figure == "available_kv_cache_bytes")
         return all("available_kv_cache", gib);
+    if (figure == "model_loading_bytes") // "Model loading took" / "Loading model weights took"
+        return all("weights", gib);
     if (figure == "kv_cache_bytes" || figure == "free_after_load_bytes")
         return all(figure == "kv_cache_bytes" ? "kv_cache" : "free_after_load", gib);
     // An Ollama offload-line term in MiB, and in GiB when it printed GiB (format.HumanBytes2): a

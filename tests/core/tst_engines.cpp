@@ -124,10 +124,12 @@ TEST_CASE("vLLM settings drive the plan and agree with the generic options", "[e
     CHECK_FALSE(setting(*p, "max-num-batched-tokens")->given);
     CHECK(setting(*p, "max-num-batched-tokens")->integer == r.engine.ubatchTokens);
     // The figures vLLM prints, from the same blocks.
-    REQUIRE(p->engineFigures.size() == 3);
-    CHECK(p->engineFigures[0].printed == "# GPU blocks: " + std::to_string(p->kvBlocks));
-    CHECK(p->engineFigures[1].value == Approx(p->kvBlocks * 32.0));
-    CHECK(p->engineFigures[2].printed.find("Maximum concurrency for 8,192 tokens per request: ") == 0);
+    REQUIRE(p->engineFigures.size() == 4);
+    CHECK(p->engineFigures[0].printed.rfind("Model loading took ", 0) == 0); // weights + rotary cache
+    CHECK(p->engineFigures[0].value == Approx(static_cast<double>(p->weightsBytes.value + p->overheads[0].bytes.value)));
+    CHECK(p->engineFigures[1].printed == "# GPU blocks: " + std::to_string(p->kvBlocks));
+    CHECK(p->engineFigures[2].value == Approx(p->kvBlocks * 32.0));
+    CHECK(p->engineFigures[3].printed.find("Maximum concurrency for 8,192 tokens per request: ") == 0);
 
     // The generic option and the engine's spelling agree, or the plan says which two disagree.
     r.contextTokens = 8192;

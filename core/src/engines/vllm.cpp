@@ -9,6 +9,7 @@
 
 #include "headroom/core/enginerules.h"
 #include "headroom/core/engines/vllmmemory.h"
+#include "headroom/core/engines/vllmoffload.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -46,6 +47,9 @@ const std::vector<SettingSpec>& vllmSettings()
         spec("enforce-eager", SettingType::Boolean, "false", "CUDA graphs off: no graph pool"),
         spec("kv-cache-memory-bytes", SettingType::Size, "", "KV cache size in bytes, bypassing the utilization rule"),
         spec("swap-space", SettingType::Number, "4", "CPU swap space per GPU in GiB (host memory, not on the card)", 0,
+             1 << 20),
+        spec("cpu-offload-gb", SettingType::Number, "0",
+             "GiB of each GPU's weights kept in pinned host memory, read over PCIe every step (engines/vllmoffload.h)", 0,
              1 << 20),
         spec("enable-chunked-prefill", SettingType::Boolean, "", "prefill in chunks of max-num-batched-tokens"),
         spec("tensor-parallel-size", SettingType::Integer, "", "TP size; default: --tp", 1, 1024),
@@ -193,6 +197,91 @@ VllmPool vllmPool(const EngineInputs& in, Bytes budget)
     return p;
 }
 
+/// The rotary cache item of @p overheads (0 when absent): part of "Model loading took".
+Bytes rotaryItem(const std::vector<OverheadItem>& overheads)
+{
+    for (const OverheadItem& i : overheads)
+        if (i.name == "rotary_cache")
+            return i.bytes;
+    return {};
+}
+
+/// The weights (and rotary cache) the device holds after loading, as the version prints them:
+/// V0 "Loading model weights took %.4f GB" (vllm/worker/model_runner.py load_model, GB of 2^30 B),
+/// V1 "Model loading took %.4f GiB" (vllm/v1/worker/gpu_model_runner.py load_model).
+EngineFigure modelLoadingFigure(const std::string& version, Bytes loaded)
+{
+    char line[96];
+    const double g = static_cast<double>(loaded.value) / static_cast<double>(kGiB);
+    if (vllm::isV0(version))
+        std::snprintf(line, sizeof line, "Loading model weights took %.4f GB", g);
+    else
+        std::snprintf(line, sizeof line, "Model loading took %.4f GiB", g);
+    return {"model_loading_bytes", static_cast<double>(loaded.value), "bytes", line,
+            vllm::isV0(version) ? "vllm/worker/model_runner.py load_model (V0)" : "vllm/v1/worker/gpu_model_runner.py load_model (V1)"};
+}
+
+/// Whether @p version applies --cpu-offload-gb to @p arch. The offloader is installed only by the
+/// V1 model runner (vllm/v1/worker/gpu_model_runner.py set_offloader); Model Runner V2 never
+/// installs it, so the setting is accepted and ignored (vllm#51396, 2026-08; open fixes PR 48468,
+/// PR 51462). MRv2 became the default for dense models with PR 44443 (merged 2026-07-02; the
+/// no-op seen on 0.25.1 in defilantech/LLMKube#1320) and for all models in v0.29.0 (release
+/// notes: "the default runner for all models").
+bool offloadApplied(const std::string& version, const Architecture& arch, std::string& why)
+{
+    const bool moe = arch.moe.expertCount > 0;
+    if (compareVersions(version, "0.29.0") >= 0 || (!moe && compareVersions(version, "0.25.0") >= 0)) {
+        why = "vLLM " + version + " runs " + (moe ? "every model" : "dense models") + " on Model Runner V2, which ignores "
+            + "--cpu-offload-gb (vllm#51396): every weight stays on the GPU; VLLM_USE_V2_MODEL_RUNNER=0 selects the V1 "
+              "runner, where the offload applies";
+        return false;
+    }
+    return true;
+}
+
+/// --cpu-offload-gb on the busiest rank (engines/vllmoffload.h): the weights left on the device,
+/// the host side as figures (host_weights_bytes, read by the verdict's host bill and --host-ram)
+/// and a note. Returns the offloaded bytes (0 when the setting is 0 or not applied).
+Bytes billCpuOffload(const EngineInputs& in, EngineBill& b)
+{
+    const double offloadGib = in.settings.number("cpu-offload-gb").value_or(0);
+    if (offloadGib <= 0)
+        return {};
+    const std::string version = appliedEngineVersion(in.request.engine);
+    if (compareVersions(version, "0.5.2") < 0) {
+        b.refusals.push_back({FitLimit::EngineRefusesToStart,
+                              "vLLM " + version + " has no --cpu-offload-gb (PR 6496, from the 0.5.2 development line; "
+                                                  "released in 0.5.3)"});
+        return {};
+    }
+    std::string why;
+    if (!offloadApplied(version, in.arch, why)) {
+        b.notes.push_back(why);
+        return {};
+    }
+    const std::uint32_t stage = static_cast<std::uint32_t>(ceilDiv(in.arch.layers, std::max<std::uint32_t>(in.setup.pipelineParallel, 1)));
+    const Bytes cap{static_cast<std::uint64_t>(offloadGib * static_cast<double>(kGiB))};
+    const vllm::CpuOffload off = vllm::cpuOffload(in.arch, in.request.format, in.setup.tensorParallel, stage, cap);
+    const Bytes moved = std::min(off.offloadedBytes, in.weightsBytes);
+    const std::string src = "vllm/model_executor/models/utils.py maybe_offload_to_cpu";
+    // Printed by the offloader of later versions ("Total CPU offloaded parameters: N GiB", quoted
+    // in vllm#58185); not by V0.
+    b.figures.push_back({"cpu_offloaded_bytes", static_cast<double>(moved.value), "bytes",
+                         vllm::isV0(version) ? std::string() : "Total CPU offloaded parameters: " + gib(moved), src});
+    // Not a line vLLM prints (empty `printed`): the host side of the bill, for the verdict.
+    b.figures.push_back({"host_weights_bytes", static_cast<double>(off.pinnedHostBytes.value), "bytes", "", src});
+    char asked[32];
+    std::snprintf(asked, sizeof asked, "%g", offloadGib);
+    b.notes.push_back(std::string("--cpu-offload-gb ") + asked + ": " + gib(moved) + " of weights (" + std::to_string(off.parameters)
+                      + " parameters, " + std::to_string(off.wholeLayers) + " whole decoder layers) stay in pinned host memory, "
+                      + gib(off.pinnedHostBytes) + " of it as torch's pinned allocator rounds each to a power of two "
+                        "(pytorch#150517); they cross PCIe every forward pass");
+    if (off.offloadedBytes < cap)
+        b.notes.push_back("--cpu-offload-gb asks for more than the " + gib(off.layerBytes)
+                          + " of decoder layers on this GPU: embeddings and lm_head never leave it");
+    return moved;
+}
+
 class VllmEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Vllm; }
@@ -300,6 +389,9 @@ public:
                                              ? " (holds the CUDA context: vLLM counts only what its profile run adds)"
                                              : "")));
         billProfileRun(in, rule, b.overheads);
+        const Bytes offloaded = billCpuOffload(in, b);
+        const Bytes deviceWeights = in.weightsBytes - offloaded;
+        b.figures.push_back(modelLoadingFigure(appliedEngineVersion(e), deviceWeights + rotaryItem(b.overheads)));
         if (in.setup.kvDtypeId == "nvfp4")
             b.notes.push_back("vLLM's nvfp4 KV cache runs on Blackwell SM100 (FlashInfer trtllm-gen, PR 40177); the card's "
                               "compute capability is not checked here");
@@ -313,7 +405,7 @@ public:
             b.notes.push_back("--kv-cache-memory-bytes " + std::to_string(*fixed)
                               + " sizes the KV cache; gpu-memory-utilization is not applied (vllm/v1/worker/gpu_worker.py)");
         } else {
-            b.kvBudgetBytes = saturatingSub(b.usableBytes, in.weightsBytes + totalBytes(b.overheads));
+            b.kvBudgetBytes = saturatingSub(b.usableBytes, deviceWeights + totalBytes(b.overheads));
         }
         const std::uint64_t ctx = in.setup.contextTokens;
         const VllmPool pool = vllmPool(in, b.kvBudgetBytes);
@@ -332,7 +424,7 @@ public:
                                      + formatConcurrency(*b.maxConcurrency),
                                  "vllm/v1/core/kv_cache_utils.py"});
             // vLLM refuses to start when one max_model_len sequence exceeds the KV cache.
-            if (*b.maxConcurrency < 1.0 && weightsFit(in, b)) {
+            if (*b.maxConcurrency < 1.0 && deviceWeights + totalBytes(b.overheads) <= b.usableBytes) {
                 const std::string why = "vLLM with max_model_len " + formatThousands(ctx) + " would refuse to start ("
                     + formatConcurrency(*b.maxConcurrency) + "): lower --max-model-len to at most " + formatThousands(tokens);
                 // vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (V1); V0 raises in
