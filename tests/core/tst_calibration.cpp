@@ -174,10 +174,20 @@ TEST_CASE("calibrated answers for other settings on the same card", "[calibratio
     CHECK(at32k->kvBlocks == 29'751);
     CHECK(*at32k->maxUsers == 14);
 
-    // Leaving 2 GiB of the 79.19 GiB free: floor((79.19 - 2) / 79.19, 0.01) = 0.97.
-    auto f = largestFractionLeaving(k.request, Bytes{2ull << 30});
+    // Leaving 2 GiB of the 79.19 GiB free, as nvidia-smi counts it: vLLM claims
+    // gpu-memory-utilization x 79.19 GiB and holds besides the 0.51 GiB in use at its init snapshot
+    // (79.19 - free_memory 78.68) and the 0.91 GiB of CUDA graphs it captures after the pool
+    // (the log's "took 0.91 GiB"; v0.19 does not charge the pool for them):
+    // floor((79.19 - 2 - 0.51 - 0.91) / 79.19, 0.01) = floor(0.9568) = 0.95, not the 0.97 of
+    // (79.19 - 2) / 79.19.
+    auto f = largestFractionLeaving(k.request, cal, Bytes{2ull << 30});
     REQUIRE(f);
-    CHECK(*f == Approx(0.97));
+    CHECK(f->fraction == Approx(0.95));
+    REQUIRE(f->held.size() == 2);
+    CHECK(f->held[0].name == "cuda_context");
+    CHECK(static_cast<double>(f->held[0].bytes.value) / (1 << 30) == Approx(0.51).margin(0.005));
+    CHECK(f->held[1].name == "cuda_graphs");
+    CHECK(static_cast<double>(f->held[1].bytes.value) / (1 << 30) == Approx(0.91).margin(0.005));
 
     // 16 users at 32k need 16 x 2048 blocks x 16 tokens x 131,072 B = 64 GiB of KV: the pool of
     // 0.95 (58.11 GiB) is too small; each 0.01 of the card is 0.79 GiB, so the fraction is
@@ -483,4 +493,106 @@ TEST_CASE("a saved calibration: found by the card's total, keyed by model, never
     const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK(kept == good);
     fs::remove_all(dir);
+}
+
+namespace {
+
+/// The bytes of a whole log of tests/data/engine-logs/whole, as published.
+std::string wholeLog(const std::string& file)
+{
+    std::ifstream in(fs::path(HEADROOM_ENGINE_LOGS_DIR) / "whole" / file, std::ios::binary);
+    REQUIRE(in);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// The first term @p name of @p log, in GiB.
+double gibOf(const EngineLog& log, const char* name)
+{
+    const auto v = log.value(name);
+    INFO(name);
+    REQUIRE(v);
+    return *v / 1073741824.0;
+}
+
+} // namespace
+
+TEST_CASE("whole vLLM 0.19 logs: every measured term read, and the fraction that leaves memory free", "[calibration][whole-logs]")
+{
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    std::ifstream in(fs::path(HEADROOM_ENGINE_LOGS_DIR) / "whole" / "sources.json");
+    const nlohmann::json sources = nlohmann::json::parse(in);
+    REQUIRE(sources.at("logs").size() >= 2);
+    for (const auto& s : sources.at("logs"))
+        CHECK(s.at("source_url").get<std::string>().starts_with("https://github.com/llm-d-incubation/llm-d-planner/blob/"));
+
+    // Llama-3.1-8B-Instruct on one H100, gpu_memory_utilization 0.95 (746 lines).
+    const std::string text = wholeLog("vllm-0.19.0-meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log");
+    auto log = parseEngineLog(text);
+    REQUIRE(log);
+    CHECK(log->engine == "vllm");
+    CHECK(log->version == "0.19.0");
+    CHECK(log->lineCount >= 746);
+    // The engine's config line (v1/engine/core.py) and the non-default args.
+    CHECK(log->settings.at("tensor-parallel-size") == "1");
+    CHECK(log->settings.at("pipeline-parallel-size") == "1");
+    CHECK(log->settings.at("max-model-len") == "8192");
+    CHECK(log->settings.at("gpu-memory-utilization") == "0.95");
+    CHECK(log->settings.at("max-num-batched-tokens") == "8192");
+    // gpu_worker.py's per-term lines (determine_available_memory line 435, compile_or_warm_up_model line 661).
+    CHECK(gibOf(*log, "weights") == Approx(14.99).margin(1e-9));
+    CHECK(gibOf(*log, "activation_peak") == Approx(1.89).margin(1e-9));
+    CHECK(gibOf(*log, "non_torch") == Approx(0.25).margin(1e-9));
+    CHECK(gibOf(*log, "non_kv_cache") == Approx(17.12).margin(1e-9));
+    CHECK(gibOf(*log, "cuda_graph_estimate") == Approx(0.84).margin(1e-9));
+    CHECK(gibOf(*log, "cuda_graph_captured") == Approx(0.91).margin(1e-9));
+    CHECK(gibOf(*log, "available_kv_cache") == Approx(58.11).margin(1e-9));
+    CHECK(gibOf(*log, "card_free_at_start") == Approx(78.68).margin(1e-9));
+    CHECK(*log->value("kv_cache_tokens") == 476016);
+    CHECK(*log->value("kv_cache_memory_to_requested") == 61258029056.0);
+    CHECK(*log->value("kv_cache_memory_to_gpu") == 64959076352.0);
+    REQUIRE(log->cardFreeBytes);
+    CHECK(static_cast<double>(log->cardFreeBytes->value) / (1 << 30) == Approx(78.68).margin(1e-9));
+
+    LogReportOptions o;
+    auto report = analyzeEngineLog(text, "serve.log", o, *profiles);
+    INFO((report ? std::string() : report.error().message));
+    REQUIRE(report);
+    REQUIRE(report->comparison.kvFigure);
+    CHECK(report->comparison.kvFigure->calibrated == 476016);
+    // Leaving 2 GiB: floor((79.19 - 2 - 0.51 in use at the init snapshot - 0.91 of graphs) / 79.19) = 0.95.
+    REQUIRE(report->whatFits.largestFraction);
+    CHECK(*report->whatFits.largestFraction == Approx(0.95));
+
+    // vLLM's own answer for leaving its 150 MiB buffer (gpu_worker.py v0.19.0: init free -
+    // (weights + peak activation + non-torch + CUDA graphs) - 150 MiB): --kv-cache-memory=64959076352
+    // "to fully utilize gpu memory". Headroom's pool for leaving 150 MiB free, from the same terms
+    // (the calibrated weights and overheads are the log's 17.12 GiB of non-KV memory), agrees to
+    // the rounding of the five printed terms (0.005 GiB each).
+    auto full = largestFractionLeaving(report->request, report->comparison.calibration, Bytes{150ull << 20});
+    REQUIRE(full);
+    CHECK(static_cast<double>(full->kvCacheBytes.value) == Approx(64959076352.0).margin(0.025 * (1 << 30)));
+    CHECK(full->fraction == Approx(0.98)); // floor((79.19 - 0.15 - 0.51 - 0.91) / 79.19, 0.01) = floor(0.9803)
+
+    // Tensor parallel 2 (1,438 lines, two worker ranks interleaved): the TP size comes from the log,
+    // and each rank holds 1.53 GiB at its init snapshot (CUDA context + NCCL) and 0.76 GiB of graphs.
+    const std::string tp2 = wholeLog("vllm-0.19.0-meta-llama-llama-3-1-8b---h100-80gb--tp2pp1dp1--8192.log");
+    auto log2 = parseEngineLog(tp2);
+    REQUIRE(log2);
+    CHECK(log2->settings.at("tensor-parallel-size") == "2");
+    CHECK(gibOf(*log2, "weights") == Approx(7.51).margin(1e-9));
+    CHECK(gibOf(*log2, "non_torch") == Approx(2.07).margin(1e-9));
+    CHECK(gibOf(*log2, "cuda_graph_captured") == Approx(0.76).margin(1e-9));
+    CHECK(gibOf(*log2, "available_kv_cache") == Approx(63.76).margin(1e-9));
+    CHECK(*log2->value("kv_cache_tokens") == 1044688);
+    CHECK(log2->ranks.size() >= 2);
+    auto report2 = analyzeEngineLog(tp2, "serve-tp2.log", o, *profiles);
+    INFO((report2 ? std::string() : report2.error().message));
+    REQUIRE(report2);
+    CHECK(report2->request.tensorParallel == 2);
+    REQUIRE(report2->comparison.kvFigure);
+    CHECK(report2->comparison.kvFigure->calibrated == 1044688);
+    // floor((79.19 - 2 - 1.53 - 0.76) / 79.19, 0.01) = floor(0.9457) = 0.94.
+    REQUIRE(report2->whatFits.largestFraction);
+    CHECK(*report2->whatFits.largestFraction == Approx(0.94));
 }

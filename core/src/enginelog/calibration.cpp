@@ -413,6 +413,9 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
     cal.measured = request.measured;
     cal.nonTorchBytes = logBytes(log, "non_torch");
     cal.cardFreeBytes = log.cardFreeBytes;
+    if (log.cardTotalBytes && log.cardFreeBytes && *log.cardFreeBytes < *log.cardTotalBytes)
+        cal.cardUsedAtStartBytes = *log.cardTotalBytes - *log.cardFreeBytes;
+    cal.capturedGraphBytes = logBytes(log, "cuda_graph_captured");
 
     const bool ggml = log.engine == "llama.cpp" || log.engine == "ollama";
     if (ggml) {
@@ -573,16 +576,38 @@ tl::expected<PlanResult, std::string> calibratedAt(const PlanRequest& request, c
     return makeCalibratedPlan(r, calibration);
 }
 
-std::optional<double> largestFractionLeaving(const PlanRequest& request, Bytes freeBytes)
+PlanRequest atMemoryFraction(PlanRequest request, double fraction)
 {
-    const EngineKind k = request.engine.kind;
-    if (k != EngineKind::Vllm && k != EngineKind::Tgi && k != EngineKind::SgLang)
+    request = withoutSettings(std::move(request), kFractionTwins);
+    request.engine.memoryFraction = fraction;
+    return request;
+}
+
+std::optional<FractionLeaving> largestFractionLeaving(const PlanRequest& request, const LogCalibration& calibration, Bytes freeBytes)
+{
+    auto plan = makeCalibratedPlan(request, calibration);
+    if (!plan)
         return std::nullopt;
-    const double total = static_cast<double>(request.card.totalBytes.value);
-    if (total <= 0 || static_cast<double>(freeBytes.value) >= total)
-        return 0.0;
-    // Rounded down to 0.01, with a guard against 0.95 printing as 0.9499999.
-    return std::floor((total - static_cast<double>(freeBytes.value)) / total * 100.0 + 1e-9) / 100.0;
+    const auto [scope, why] = calibrationScope(request, calibration);
+    MeasuredHolding measured;
+    if (scope != CalibrationScope::None)
+        measured.cardUsedAtStartBytes = calibration.cardUsedAtStartBytes;
+    if (scope == CalibrationScope::Whole)
+        measured.cudaGraphBytes = calibration.capturedGraphBytes;
+    const auto holding = engineFor(request.engine.kind).fractionHolding(request, *plan, measured);
+    if (!holding || holding->baseBytes.value == 0)
+        return std::nullopt;
+    FractionLeaving out;
+    out.baseBytes = holding->baseBytes;
+    out.held = holding->held;
+    const double room = static_cast<double>(request.card.totalBytes.value) - static_cast<double>(freeBytes.value) -
+                        static_cast<double>(totalBytes(holding->held).value);
+    const double f = room / static_cast<double>(holding->baseBytes.value);
+    // Rounded down to 0.01, with a guard against 0.95 printing as 0.9499999; at most 1.
+    out.fraction = f <= 0 ? 0.0 : std::min(1.0, std::floor(f * 100.0 + 1e-9) / 100.0);
+    const double inside = static_cast<double>(plan->weightsBytes.value + totalBytes(plan->overheads).value);
+    out.kvCacheBytes = toBytes(room - inside);
+    return out;
 }
 
 tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& request, const LogCalibration& calibration,
@@ -600,8 +625,7 @@ tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& re
     const double spent = static_cast<double>(base->weightsBytes.value + totalBytes(base->overheads).value);
     double f = total > 0 ? std::ceil((spent + static_cast<double>(s.kvCacheBytes.value)) / total * 100.0 - 1e-9) / 100.0 : 1.0;
     for (f = std::max(0.01, f - 0.02); f <= 1.0 + 1e-9; f += 0.01) {
-        PlanRequest r = withoutSettings(request, kFractionTwins);
-        r.engine.memoryFraction = std::round(f * 100.0) / 100.0;
+        PlanRequest r = atMemoryFraction(request, std::round(f * 100.0) / 100.0);
         auto p = calibratedAt(r, calibration, contextTokens, users);
         if (!p)
             return tl::unexpected(p.error());
@@ -633,12 +657,16 @@ std::string calibrationToJson(const LogCalibration& c)
         m["runtime_bytes"] = c.measured.runtimeBytes->value;
     if (c.measured.cudaGraphBytes)
         m["cuda_graph_bytes"] = c.measured.cudaGraphBytes->value;
+    if (c.capturedGraphBytes)
+        m["cuda_graphs_captured_bytes"] = c.capturedGraphBytes->value;
     j["measured"] = m;
     nlohmann::ordered_json independent = nlohmann::ordered_json::object();
     if (c.nonTorchBytes)
         independent["non_torch_bytes"] = c.nonTorchBytes->value;
     if (c.cardFreeBytes)
         independent["card_free_bytes"] = c.cardFreeBytes->value;
+    if (c.cardUsedAtStartBytes)
+        independent["card_used_at_start_bytes"] = c.cardUsedAtStartBytes->value;
     j["model_independent"] = independent;
     return j.dump(2) + "\n";
 }
@@ -693,7 +721,7 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
         return tl::unexpected(fileName + ": key engine and card_total_bytes are required");
     if (j.contains("measured") && j["measured"].is_object()) {
         const auto& m = j["measured"];
-        for (const char* k : {"activation_peak_bytes", "runtime_bytes", "cuda_graph_bytes"})
+        for (const char* k : {"activation_peak_bytes", "runtime_bytes", "cuda_graph_bytes", "cuda_graphs_captured_bytes"})
             if (m.contains(k) && !m[k].is_number_unsigned())
                 return tl::unexpected(fileName + ": key measured." + k + ": expected bytes (an unsigned integer), found " +
                                       (m[k].is_number() ? m[k].dump() : withArticle(importers::jsonTypeName(m[k]))));
@@ -703,10 +731,12 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
             c.measured.runtimeBytes = Bytes{*v};
         if (auto v = u64(m, "cuda_graph_bytes"))
             c.measured.cudaGraphBytes = Bytes{*v};
+        if (auto v = u64(m, "cuda_graphs_captured_bytes"))
+            c.capturedGraphBytes = Bytes{*v};
     }
     if (j.contains("model_independent") && j["model_independent"].is_object()) {
         const auto& m = j["model_independent"];
-        for (const char* k : {"non_torch_bytes", "card_free_bytes"})
+        for (const char* k : {"non_torch_bytes", "card_free_bytes", "card_used_at_start_bytes"})
             if (m.contains(k) && !m[k].is_number_unsigned())
                 return tl::unexpected(fileName + ": key model_independent." + k + ": expected bytes (an unsigned integer), found " +
                                       m[k].dump());
@@ -714,6 +744,8 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
             c.nonTorchBytes = Bytes{*v};
         if (auto v = u64(m, "card_free_bytes"))
             c.cardFreeBytes = Bytes{*v};
+        if (auto v = u64(m, "card_used_at_start_bytes"))
+            c.cardUsedAtStartBytes = Bytes{*v};
     }
     return c;
 }

@@ -179,14 +179,25 @@ LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, con
     }
     if (w.fractionFlag.empty())
         return w;
-    if (auto f = largestFractionLeaving(request, w.leaveFreeBytes)) {
-        w.largestFraction = *f;
-        PlanRequest r = request;
-        r.engine.memoryFraction = *f;
-        std::string line = "the largest " + w.fractionFlag + " that leaves " + formatBytes(w.leaveFreeBytes) + " free: " + fixed2(*f);
-        if (auto p = makeCalibratedPlan(r, cal)) {
-            w.tokensAtLargestFraction = kvTokens(*p);
-            line += " (" + formatThousands(*w.tokensAtLargestFraction) + " tokens of KV)";
+    if (auto f = largestFractionLeaving(request, cal, w.leaveFreeBytes)) {
+        w.largestFraction = f->fraction;
+        w.heldBeyondFraction = f->held;
+        std::string line = "the largest " + w.fractionFlag + " that leaves " + formatBytes(w.leaveFreeBytes) + " free: ";
+        if (f->fraction <= 0) {
+            line += "none (what the engine holds beside its fraction leaves less)";
+        } else {
+            line += fixed2(f->fraction);
+            const PlanRequest r = atMemoryFraction(request, f->fraction);
+            if (auto p = makeCalibratedPlan(r, cal)) {
+                w.tokensAtLargestFraction = kvTokens(*p);
+                line += " (" + formatThousands(*w.tokensAtLargestFraction) + " tokens of KV)";
+            }
+        }
+        if (!f->held.empty()) {
+            line += "; besides " + (f->fraction > 0 ? fixed2(f->fraction) : std::string("the fraction")) + " x " +
+                    formatBytes(f->baseBytes) + " the engine holds";
+            for (std::size_t i = 0; i < f->held.size(); ++i)
+                line += std::string(i ? "," : "") + " " + f->held[i].name + " " + formatBytes(f->held[i].bytes);
         }
         w.lines.push_back(line);
     }

@@ -3,6 +3,9 @@
 // blocks"), at the versions of tests/data/engine-logs (0.2.5 .. 0.19.0).
 #include "enginelogshared.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace headroom::enginelog {
 
 namespace {
@@ -34,6 +37,31 @@ void readVllmLine(Parser& p, std::string_view l)
         p.version(ver, "vllm");
         if (has(l, "V1 LLM engine"))
             p.generation("V1");
+    }
+    // "Initializing a V1 LLM engine (v0.19.0) with config: model='...', ..., max_seq_len=8192, ...,
+    // tensor_parallel_size=1, pipeline_parallel_size=1, ..., kv_cache_dtype=auto, ..." (v1/engine/core.py):
+    // the settings the engine runs with, whatever the command line left to defaults.
+    if (const auto at = l.find(" with config: "); at != std::string_view::npos && has(l, "LLM engine (v")) {
+        const std::string_view config = l.substr(at);
+        const std::pair<const char*, const char*> keys[] = {
+            {"model=", "model"}, {"max_seq_len=", "max-model-len"}, {"tensor_parallel_size=", "tensor-parallel-size"},
+            {"pipeline_parallel_size=", "pipeline-parallel-size"}, {"kv_cache_dtype=", "kv-cache-dtype"},
+            {"enforce_eager=", "enforce-eager"}, {"quantization=", "quantization"}, {"dtype=", "dtype"}};
+        for (const auto& [key, setting] : keys) {
+            // " dtype=" must not match "kv_cache_dtype=": the key starts after ' ' or ','.
+            std::size_t k = config.find(std::string(" ") + key);
+            if (k == std::string_view::npos)
+                continue;
+            std::string value = wordAfter(config.substr(k), key);
+            if (!value.empty() && value.front() == '\'')
+                value.erase(value.begin());
+            if (value.starts_with("torch."))
+                value.erase(0, 6);
+            if (value == "False" || value == "True")
+                value = value == "True" ? "true" : "false";
+            if (!value.empty() && value != "None")
+                p.setting(setting, value);
+        }
     }
     if (const auto at = l.find("non-default args: {"); at != std::string_view::npos) {
         p.vote("vllm", 2);
@@ -92,6 +120,61 @@ void readVllmLine(Parser& p, std::string_view l)
     if (has(l, "Graph capturing finished in")) {
         p.vote("vllm", 2);
         p.bytes("cuda_graph_captured", sizeAfter(l, ", took "));
+    }
+    // v1/worker/gpu_worker.py determine_available_memory (v0.19.0): "Memory profiling takes S
+    // seconds. Total non KV cache memory: X GiB; torch peak memory increase: A GiB; non-torch
+    // forward increase memory: N GiB; weights memory: W GiB."
+    if (has(l, "Total non KV cache memory:")) {
+        p.vote("vllm", 2);
+        p.bytes("non_kv_cache", sizeAfter(l, "Total non KV cache memory:"));
+        p.bytes("activation_peak", sizeAfter(l, "torch peak memory increase:"));
+        p.bytes("non_torch", sizeAfter(l, "non-torch forward increase memory:"));
+    }
+    // compile_or_warm_up_model (v0.19.0): "Free memory on device (F/T GiB) on startup. Desired GPU
+    // memory utilization is (U, R GiB). Actual usage is W GiB for weight, A GiB for peak
+    // activation, N GiB for non-torch memory, and G GiB for CUDAGraph memory. Replace
+    // gpu_memory_utilization config with `--kv-cache-memory=B1` (...) to fit into requested memory,
+    // or `--kv-cache-memory=B2` (...) to fully utilize gpu memory." (later versions print "GiB for
+    // consumed memory (weights + non-torch)" instead of the weight and non-torch terms).
+    if (const auto at = l.find("Free memory on device ("); at != std::string_view::npos) {
+        p.vote("vllm", 2);
+        // "78.68/79.19 GiB": the unit follows the total.
+        const auto free = scanNumber(l, at + 23);
+        const auto slash = free ? l.find('/', at + 23) : std::string_view::npos;
+        const auto total = slash == std::string_view::npos ? std::nullopt : sizeAt(l, slash + 1);
+        if (free && total) {
+            const auto number = scanNumber(l, slash + 1);
+            Scanned f = *free;
+            f.value = number && number->value > 0 ? free->value * (total->value / number->value) : 0;
+            f.printed = free->printed + " GiB";
+            cardFrom(p, total, f);
+            p.bytes("card_free_at_start", f);
+        }
+        if (const auto u = l.find("Desired GPU memory utilization is ("); u != std::string_view::npos)
+            if (const auto v = scanNumber(l, u + 35))
+                p.setting("gpu-memory-utilization", v->printed);
+        if (const auto w = l.find("Actual usage is "); w != std::string_view::npos) {
+            const std::string_view usage = l.substr(w);
+            const auto before = [&](std::string_view what) -> std::optional<Scanned> {
+                const auto e = usage.find(what);
+                if (e == std::string_view::npos)
+                    return std::nullopt;
+                const auto b = usage.rfind(", ", e) == std::string_view::npos ? 0 : usage.rfind(", ", e);
+                const auto start = usage.find_first_of("0123456789", b);
+                return start == std::string_view::npos || start > e ? std::nullopt : sizeAt(usage, start);
+            };
+            if (!p.log().find("activation_peak"))
+                p.bytes("activation_peak", before(" for peak activation"));
+            if (!p.log().find("non_torch"))
+                p.bytes("non_torch", before(" for non-torch memory"));
+            if (!p.log().find("cuda_graph_captured"))
+                p.bytes("cuda_graph_captured", before(" for CUDAGraph memory"));
+        }
+        if (const auto a = l.find("--kv-cache-memory="); a != std::string_view::npos) {
+            p.count("kv_cache_memory_to_requested", scanNumber(l, a + 18), LogUnit::Bytes);
+            if (const auto b = l.find("--kv-cache-memory=", a + 18); b != std::string_view::npos && has(l, "to fully utilize"))
+                p.count("kv_cache_memory_to_gpu", scanNumber(l, b + 18), LogUnit::Bytes);
+        }
     }
     if (has(l, "GPU blocks:")) {
         p.vote("vllm", 2);

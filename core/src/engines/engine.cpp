@@ -29,6 +29,11 @@ std::vector<EngineRefusal> Engine::compatibility(const PlanRequest&, const Engin
     return {};
 }
 
+std::optional<FractionHolding> Engine::fractionHolding(const PlanRequest&, const PlanResult&, const MeasuredHolding&) const
+{
+    return std::nullopt;
+}
+
 const Engine& engineFor(EngineKind kind)
 {
     for (const auto& [k, factory] : kUnits) {

@@ -190,6 +190,43 @@ public:
         return out;
     }
 
+    /// SGLang claims mem_fraction_static x the memory free at start-up (after its CUDA context and
+    /// torch.distributed init) for the weights and the KV pool; the rest of its process lives in the
+    /// (1 - mem_fraction_static) slack: the CUDA graphs captured after the pool (model_runner.py
+    /// init_cuda_graphs; "Capture cuda graph end. ... mem usage=X GB" when the log prints it) and the
+    /// forward pass of a prefill chunk. Where not measured they are priced as SGLang's own reserve
+    /// prices them (server_args.py _handle_gpu_memory_settings @ 469c63e5, enginerules.h
+    /// sglangMemFractionStatic): cuda_graph_max_bs x 2 MiB and max(chunked_prefill_size, 2048) x
+    /// 1.5 MiB. Held besides: the memory of other processes, the context and the distributed init.
+    std::optional<FractionHolding> fractionHolding(const PlanRequest& r, const PlanResult& plan,
+                                                   const MeasuredHolding& m) const override
+    {
+        FractionHolding h;
+        const auto setting = [&](const char* key) -> std::optional<std::uint64_t> {
+            for (const SettingValue& v : plan.engineSettings)
+                if (v.key == key)
+                    return v.integer;
+            return std::nullopt;
+        };
+        for (const std::vector<OverheadItem>* list : {&plan.reserved, &plan.overheads})
+            for (const OverheadItem& i : *list)
+                if (i.name == "other_processes" || i.name == "cuda_context" || i.name == "distributed_init")
+                    h.held.push_back(i);
+        const Bytes before = totalBytes(h.held);
+        h.baseBytes = saturatingSub(r.card.totalBytes, before);
+        constexpr std::uint64_t kMiB = 1ull << 20;
+        const std::uint64_t graphBs = setting("cuda-graph-max-bs").value_or(sglangMemoryDefaults(r.card.totalBytes, plan.tensorParallel).cudaGraphMaxBs);
+        h.held.push_back(item("cuda_graphs", m.cudaGraphBytes.value_or(Bytes{graphBs * 2 * kMiB}),
+                              m.cudaGraphBytes ? std::string("captured after the pool (measured), in the slack")
+                                               : "cuda_graph_max_bs " + std::to_string(graphBs)
+                                                     + " x 2 MiB (SGLang's reserve, server_args.py), in the slack"));
+        const std::uint64_t chunk = std::max<std::uint64_t>(plan.ubatchTokens, 2048);
+        h.held.push_back(item("activations", Bytes{chunk * 3 * kMiB / 2},
+                              "max(chunked_prefill_size, 2048) = " + std::to_string(chunk)
+                                  + " x 1.5 MiB (SGLang's reserve, server_args.py), in the slack"));
+        return h;
+    }
+
     EngineBill bill(const EngineInputs& in) const override
     {
         const PlanRequest& r = in.request;

@@ -289,6 +289,18 @@ public:
         return out;
     }
 
+    /// TGI sizes its blocks from free - (1 - cuda-memory-fraction) x the card total
+    /// (utils/import_utils.py get_cuda_free_memory), after the context, the weights and the warm-up:
+    /// all of them are inside fraction x total. The CUDA graphs it captures after the blocks are
+    /// allocated are held beyond it; they are counted when a log measured them (TGI prints no size).
+    std::optional<FractionHolding> fractionHolding(const PlanRequest& r, const PlanResult&, const MeasuredHolding& m) const override
+    {
+        FractionHolding h{r.card.totalBytes, {}};
+        if (m.cudaGraphBytes)
+            h.held.push_back(item("cuda_graphs", *m.cudaGraphBytes, "captured after the blocks are allocated (measured)"));
+        return h;
+    }
+
     EngineBill bill(const EngineInputs& in) const override
     {
         const PlanRequest& r = in.request;

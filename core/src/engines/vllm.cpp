@@ -282,6 +282,18 @@ Bytes billCpuOffload(const EngineInputs& in, EngineBill& b)
     return moved;
 }
 
+/// Memory in use at vLLM's init snapshot, before it sizes anything: the CUDA context of the worker
+/// (with TP or PP > 1, NCCL's too). "worker init memory snapshot: ... cuda_memory=0.51GiB" on every
+/// single-GPU run of the llm-d-planner v0.19.0 H100 sweep, 1.43-1.55 GiB per rank with TP or PP
+/// 2-4 (accuracy/results/v0.19.0/logs at d3121e05); the TP 2 MoE runs print up to 2.07 GiB.
+constexpr std::uint64_t kInitContextBytes = 547608330;         // 0.51 GiB
+constexpr std::uint64_t kInitContextDistributedBytes = 1642824990; // 1.53 GiB
+
+/// The CUDA graphs vLLM captures after the KV cache is sized, when the pool is not charged for
+/// them: "Graph capturing finished in S secs, took X GiB", 0.51-1.85 GiB over the same sweep (median
+/// 0.94 GiB, Llama-3.1-8B 0.91 GiB), used when the log printed none.
+constexpr std::uint64_t kCapturedGraphBytes = 1009317315;      // 0.94 GiB
+
 class VllmEngine final : public Engine {
 public:
     EngineKind kind() const override { return EngineKind::Vllm; }
@@ -372,6 +384,46 @@ public:
             out.push_back({FitLimit::EngineKvDtype, "vLLM's MLA cache (MLAAttentionSpec) has no " + kv
                                                     + " layout: an MLA model takes fp8 or fp8_ds_mla (vllm/v1/kv_cache_interface.py)"});
         return out;
+    }
+
+    /// vLLM claims gpu_memory_utilization x the card total (v1/worker/gpu_worker.py
+    /// requested_memory) and sizes the KV cache inside it; its process also holds (v0.19.0
+    /// gpu_worker.py compile_or_warm_up_model, which prints "Free memory on device (F/T GiB) on
+    /// startup ... Actual usage is W GiB for weight, A GiB for peak activation, N GiB for non-torch
+    /// memory, and G GiB for CUDAGraph memory" and sizes "--kv-cache-memory=... to fully utilize gpu
+    /// memory" as init free - (W + A + N + G) - 150 MiB):
+    ///   - from V1 0.9 on (the profile measured against the init snapshot), what was in use at that
+    ///     snapshot (total - free_memory: the CUDA context), outside the claim;
+    ///   - the CUDA graphs captured after the pool is sized, unless the pool was charged for them
+    ///     (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, an overhead of the plan) or --enforce-eager.
+    /// V0 and v0.8 count all non-torch memory, the context included, inside the claim.
+    std::optional<FractionHolding> fractionHolding(const PlanRequest& r, const PlanResult& plan,
+                                                   const MeasuredHolding& m) const override
+    {
+        FractionHolding h;
+        h.baseBytes = r.card.totalBytes;
+        const std::string version = appliedEngineVersion(r.engine);
+        if (vllm::profilerRule(version) == vllm::ProfilerRule::SnapshotDelta) {
+            const bool distributed = plan.tensorParallel * plan.pipelineParallel > 1;
+            const Bytes context = m.cardUsedAtStartBytes.value_or(
+                Bytes{distributed ? kInitContextDistributedBytes : kInitContextBytes});
+            h.held.push_back(item("cuda_context", context,
+                                  m.cardUsedAtStartBytes
+                                      ? "in use at the init snapshot (total - free_memory, measured): outside gpu-memory-utilization"
+                                      : "in use at the init snapshot, the CUDA context (llm-d-planner v0.19.0 H100 logs): "
+                                        "outside gpu-memory-utilization"));
+        }
+        const bool eager = std::any_of(plan.engineSettings.begin(), plan.engineSettings.end(), [](const SettingValue& v) {
+            return v.key == "enforce-eager" && v.integer != 0;
+        });
+        const bool charged = std::any_of(plan.overheads.begin(), plan.overheads.end(),
+                                         [](const OverheadItem& i) { return i.name == "cuda_graphs"; });
+        if (!eager && !charged)
+            h.held.push_back(item("cuda_graphs", m.cudaGraphBytes.value_or(Bytes{kCapturedGraphBytes}),
+                                  std::string(m.cudaGraphBytes ? "captured (measured)" : "captured (median of the llm-d-planner "
+                                                                                          "v0.19.0 H100 logs)")
+                                      + " after the KV cache is sized: outside gpu-memory-utilization"));
+        return h;
     }
 
     EngineBill bill(const EngineInputs& in) const override

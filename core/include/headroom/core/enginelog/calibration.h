@@ -67,6 +67,8 @@ struct LogCalibration {
     MeasuredOverheads measured;       ///< the overlay applied to plans of the same model
     std::optional<Bytes> nonTorchBytes; ///< model-independent: the non-torch memory the log printed (vLLM non_torch_memory)
     std::optional<Bytes> cardFreeBytes; ///< model-independent: the card's free memory before the engine loaded (llama.cpp, Ollama)
+    std::optional<Bytes> cardUsedAtStartBytes; ///< model-independent: in use before the engine sized anything (vLLM init snapshot total - free: the CUDA context)
+    std::optional<Bytes> capturedGraphBytes;   ///< the CUDA graphs as captured after the pool ("Graph capturing finished ..., took X GiB"; SGLang "Capture cuda graph end. ... mem usage")
     std::string name() const;         ///< "vllm on 79.19GiB from serve.log (a1b2...)", for plan notes
 };
 
@@ -136,11 +138,29 @@ tl::expected<PlanResult, std::string> makeCalibratedPlan(const PlanRequest& requ
 tl::expected<PlanResult, std::string> calibratedAt(const PlanRequest& request, const LogCalibration& calibration,
                                                    std::uint64_t contextTokens, std::uint64_t users);
 
+/// @p request at memory fraction @p fraction (EnginePolicy::memoryFraction), without the engine
+/// settings that spell it (gpu-memory-utilization, mem-fraction-static, cuda-memory-fraction, ...).
+PlanRequest atMemoryFraction(PlanRequest request, double fraction);
+
+/// The largest memory fraction that leaves a given amount of the card free.
+struct FractionLeaving {
+    double fraction = 0;              ///< to 0.01, rounded down; 0 when no fraction leaves that much
+    Bytes baseBytes;                  ///< what the fraction multiplies (FractionHolding::baseBytes)
+    std::vector<OverheadItem> held;   ///< what the engine holds beyond fraction x base (measured where the log printed it)
+    /// The KV pool that leaves exactly the amount free (total - free - held - the weights and
+    /// overheads priced inside the claim): vLLM's --kv-cache-memory for it, which vLLM itself prints
+    /// "to fully utilize gpu memory" for its 150 MiB buffer (v1/worker/gpu_worker.py v0.19.0).
+    Bytes kvCacheBytes;
+};
 /// The largest memory fraction (vLLM gpu-memory-utilization, SGLang mem-fraction-static, TGI
-/// cuda-memory-fraction; to 0.01, rounded down) that leaves @p freeBytes of the card unclaimed:
-/// the engine claims fraction x total (vLLM gpu_worker.py requested_memory), so the fraction is
-/// floor((total - free) / total, 0.01). nullopt for engines without a fraction.
-std::optional<double> largestFractionLeaving(const PlanRequest& request, Bytes freeBytes);
+/// cuda-memory-fraction; to 0.01, rounded down) whose engine leaves @p freeBytes of the card
+/// free as nvidia-smi counts it: floor((total - free - held) / base, 0.01), with base and held from
+/// the engine unit (Engine::fractionHolding: vLLM claims fraction x total and holds the CUDA
+/// context of its init snapshot and the CUDA graphs captured after the pool beside it; SGLang
+/// claims fraction x its free memory at start-up and keeps graphs and activations in the rest),
+/// for the calibrated plan of @p request, with the log's measured terms (LogCalibration
+/// cardUsedAtStartBytes, capturedGraphBytes). nullopt for engines without a fraction of the card.
+std::optional<FractionLeaving> largestFractionLeaving(const PlanRequest& request, const LogCalibration& calibration, Bytes freeBytes);
 
 /// What holds @p users sequences of @p contextTokens each on the calibrated plan.
 struct SettingForUsers {

@@ -90,6 +90,7 @@ struct LogWhatFits {
     std::string fractionFlag;                   ///< the engine's memory-fraction flag; empty when it has none
     Bytes leaveFreeBytes;                       ///< the amount asked to be left free
     std::optional<double> largestFraction;      ///< largestFractionLeaving(leaveFreeBytes)
+    std::vector<OverheadItem> heldBeyondFraction; ///< what the engine holds beside that fraction (FractionLeaving::held)
     std::optional<std::uint64_t> tokensAtLargestFraction; ///< KV tokens of the calibrated plan at that fraction
     std::optional<SettingForUsers> forUsers;    ///< settingForUsers(users, context)
     std::vector<std::string> lines;             ///< the answers as sentences, in order

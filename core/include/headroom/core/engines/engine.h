@@ -69,6 +69,22 @@ struct EngineInputs {
     Bytes kvBytesPerToken;          ///< per device
 };
 
+/// Figures a log measured that replace an engine's estimates of what it holds beyond its memory
+/// fraction (Engine::fractionHolding).
+struct MeasuredHolding {
+    std::optional<Bytes> cardUsedAtStartBytes; ///< in use before the engine sized anything (vLLM: total - free_memory of the init snapshot)
+    std::optional<Bytes> cudaGraphBytes;       ///< the CUDA graphs as captured ("Graph capturing finished ..., took X GiB")
+};
+
+/// How an engine's memory fraction (vLLM gpu-memory-utilization, SGLang mem-fraction-static)
+/// maps to what its process holds on the card, as nvidia-smi counts it: the engine claims
+/// fraction x baseBytes, and holds `held` besides. The largest fraction that leaves F bytes free
+/// is then floor((total - F - sum(held)) / baseBytes, 0.01).
+struct FractionHolding {
+    Bytes baseBytes;                ///< what the fraction multiplies (vLLM: the card total; SGLang: the memory free at start-up)
+    std::vector<OverheadItem> held; ///< held outside fraction x base, each with the rule it comes from
+};
+
 /// One engine.
 class Engine {
 public:
@@ -91,6 +107,12 @@ public:
 
     /// The engine's bill of the busiest device.
     virtual EngineBill bill(const EngineInputs& in) const = 0;
+
+    /// What the engine holds beyond its memory fraction, for @p plan of @p request (the planned
+    /// terms, replaced by @p measured where given); nullopt for an engine without a fraction of
+    /// the card (llama.cpp, Ollama, TensorRT-LLM's fraction of free memory after the build, flat).
+    virtual std::optional<FractionHolding> fractionHolding(const PlanRequest& request, const PlanResult& plan,
+                                                           const MeasuredHolding& measured) const;
 
     /// Whether it can keep some layers in host memory (llama.cpp -ngl, Ollama num_gpu); an engine
     /// that cannot refuses PlanRequest::gpuLayers below all layers, saying so.
