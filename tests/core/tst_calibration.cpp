@@ -336,7 +336,10 @@ LogReportOptions optionsFor(const EngineLogCase& c, const PlanRequest& caseReque
     if (c.pipelineParallel > 1)
         o.pipelineParallel = c.pipelineParallel;
     const auto& specs = engineFor(caseRequest.engine.kind).settings();
-    for (const auto& [key, value] : c.settings) {
+    for (const auto& [given, value] : c.settings) {
+        const std::string key = given.substr(given.find_first_not_of('-') == std::string::npos ? 0 : given.find_first_not_of('-'));
+        if (log.settings.count(given))
+            continue; // the log prints it: read from the log
         std::string dashed = key, underscored = key;
         std::replace(dashed.begin(), dashed.end(), '_', '-');
         std::replace(underscored.begin(), underscored.end(), '-', '_');
@@ -382,6 +385,8 @@ TEST_CASE("every corpus log: log -> calibration -> plan for the log's own settin
         REQUIRE(back);
         if (c.engine == "llama.cpp" || c.engine == "ollama") {
             CHECK_FALSE(report->comparison.kvFigure);
+            INFO(report->comparison.saveRefusal);
+            CHECK(report->comparison.saveRefusal.find("KV buffer") == std::string::npos);
             if (back->measured.activationPeakBytes)
                 ++ggml;
             continue;
@@ -595,4 +600,87 @@ TEST_CASE("whole vLLM 0.19 logs: every measured term read, and the fraction that
     // floor((79.19 - 2 - 1.53 - 0.76) / 79.19, 0.01) = floor(0.9457) = 0.94.
     REQUIRE(report2->whatFits.largestFraction);
     CHECK(*report2->whatFits.largestFraction == Approx(0.94));
+}
+
+TEST_CASE("Ollama's runner --ctx-size is the total over its slots: per sequence it is num_ctx", "[calibration]")
+{
+    // Ollama 0.5 starts its runner with --ctx-size num_ctx x OLLAMA_NUM_PARALLEL and --parallel N
+    // (server/sched.go pickBestFullFitByLibrary `req.opts.NumCtx = req.origNumCtx * p`, then
+    // llm/server.go NewLlamaServer "--ctx-size"): issue 8098's "--ctx-size 8192 ... --parallel 4" is
+    // 4 sequences of 2,048 tokens, and memory.required.kv="896.0 MiB" is 8,192 cells x 112 KiB
+    // (Llama-3.2-3B: 28 layers x 8 KV heads x 128 x 2 x 2 B), not 4 x 8,192 cells (3.50 GiB).
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
+    REQUIRE(cases);
+    const EngineLogCase& c = caseNamed(*cases, "ollama-0.5-llama-3.2-3b-80gb-parallel4");
+    auto caseRequest = planRequestFor(c, *profiles);
+    REQUIRE(caseRequest);
+    LogReportOptions o;
+    o.modelProfile = caseRequest->model; // -m and -c, as a user gives them: nothing else
+    o.weights = c.weights;
+    o.cardProfile = caseRequest->card;   // the log prints memory.available only
+    auto report = analyzeEngineLog(logText(c.id), "ollama.log", o, *profiles);
+    INFO((report ? std::string() : report.error().message));
+    REQUIRE(report);
+    CHECK(report->comparison.predicted.contextTokens == 2048);
+    CHECK(report->comparison.predicted.users == 4);
+    const ComponentComparison* kv = nullptr;
+    for (const auto& cc : report->comparison.components)
+        if (cc.component == "kv_buffer")
+            kv = &cc;
+    REQUIRE(kv);
+    REQUIRE(kv->predicted);
+    CHECK(kv->predicted->value == 896ull << 20);
+    CHECK(report->comparison.saveRefusal.empty());
+
+    // Read as 8,192 per sequence (num_ctx=8192 given), the plan's KV is 4 x the log's: a misread,
+    // which --save refuses to keep.
+    o.settings.push_back({"num_ctx", "8192"});
+    auto misread = analyzeEngineLog(logText(c.id), "ollama.log", o, *profiles);
+    REQUIRE(misread);
+    REQUIRE(kv);
+    INFO(misread->comparison.saveRefusal);
+    CHECK(misread->comparison.saveRefusal.find("gives a KV buffer of 3.50 GiB, the log 896.00 MiB") != std::string::npos);
+    const fs::path dir = fs::temp_directory_path() / ("headroom-misread-" + std::to_string(::getpid()));
+    auto saved = saveCalibration(misread->comparison, dir);
+    REQUIRE_FALSE(saved);
+    CHECK(saved.error().find("calibration not saved") == 0);
+    CHECK_FALSE(fs::exists(dir / "calibrations"));
+}
+
+TEST_CASE("an Ollama server config line gives OLLAMA_CONTEXT_LENGTH and flash attention; llama.cpp flash_attn = 0 plans without it",
+          "[calibration]")
+{
+    // Issue 10341 (Ollama 0.6.6): "server config env="map[... OLLAMA_CONTEXT_LENGTH:2048 ...
+    // OLLAMA_FLASH_ATTENTION:false ..."; the runner printed no --ctx-size in the excerpt.
+    const std::string ollama = logText("ollama-0.6-gemma-3-12b-rtx3060-ctx2048");
+    auto log = parseEngineLog(ollama);
+    REQUIRE(log);
+    CHECK(log->settings.at("OLLAMA_CONTEXT_LENGTH") == "2048");
+    CHECK(log->settings.at("OLLAMA_FLASH_ATTENTION") == "0");
+    const auto ctx = contextFromLog(*log);
+    REQUIRE(ctx);
+    CHECK(ctx->first == 2048);
+    PlanRequest r;
+    applyLogSettings(*log, r);
+    CHECK(r.contextTokens == 2048u);
+    REQUIRE(r.flashAttention);
+    CHECK_FALSE(*r.flashAttention);
+
+    // llama.cpp b4600 (ollama issue 9091): "llama_new_context_with_model: flash_attn    = 0".
+    const std::string lc = logText("llama.cpp-b4600-qwen2.5-14b-q4_k_m-np4-full");
+    auto lcLog = parseEngineLog(lc);
+    REQUIRE(lcLog);
+    CHECK(lcLog->settings.at("flash_attn") == "0");
+    PlanRequest q;
+    const auto applied = applyLogSettings(*lcLog, q);
+    REQUIRE(q.flashAttention);
+    CHECK_FALSE(*q.flashAttention);
+    CHECK(std::find(applied.begin(), applied.end(), "flash_attn=0") != applied.end());
+    // A request that says flash attention keeps it.
+    PlanRequest given;
+    given.flashAttention = true;
+    applyLogSettings(*lcLog, given);
+    CHECK(*given.flashAttention);
 }

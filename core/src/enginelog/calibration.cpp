@@ -301,7 +301,44 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
     return rows;
 }
 
+/// The sequences a log ran with (n_seq_max, --parallel / -np, OLLAMA_NUM_PARALLEL), else 1.
+std::uint64_t logSequences(const EngineLog& log)
+{
+    for (const char* key : {"n_seq_max", "parallel", "np", "OLLAMA_NUM_PARALLEL"})
+        if (auto it = log.settings.find(key); it != log.settings.end())
+            if (auto v = number(it->second); v && *v >= 1 && *v <= 1e6)
+                return static_cast<std::uint64_t>(*v);
+    return 1;
+}
+
 } // namespace
+
+std::optional<std::pair<std::uint64_t, std::string>> contextFromLog(const EngineLog& log)
+{
+    const auto read = [&](const char* key) -> std::optional<std::uint64_t> {
+        if (auto it = log.settings.find(key); it != log.settings.end())
+            if (auto v = number(it->second); v && *v >= 1)
+                return static_cast<std::uint64_t>(*v);
+        return std::nullopt;
+    };
+    // Per sequence, as the engine printed it.
+    for (const char* key : {"n_ctx_seq", "max-model-len", "context-length", "max_seq_len", "num_ctx"})
+        if (auto v = read(key))
+            return std::pair{*v, std::string(key)};
+    // The runner's total over its slots: llama.cpp's n_ctx and -c (llama_context n_ctx_seq =
+    // n_ctx / n_seq_max), and Ollama's --ctx-size, which server/sched.go sets to num_ctx x
+    // OLLAMA_NUM_PARALLEL (pickBestFullFitByLibrary `req.opts.NumCtx = req.origNumCtx * p`, 0.5.x)
+    // before llm/server.go passes it to the runner.
+    const std::uint64_t seqs = logSequences(log);
+    for (const char* key : {"n_ctx", "ctx-size", "-c", "c"})
+        if (auto v = read(key))
+            return std::pair{std::max<std::uint64_t>(*v / seqs, 1), std::string(key)};
+    // Ollama's server config (OLLAMA_CONTEXT_LENGTH, the default num_ctx of a request), last: a
+    // request's num_ctx overrides it, and the runner's --ctx-size says what ran.
+    if (auto v = read("OLLAMA_CONTEXT_LENGTH"))
+        return std::pair{*v, std::string("OLLAMA_CONTEXT_LENGTH")};
+    return std::nullopt;
+}
 
 std::uint64_t plannedKvFigure(const PlanResult& p, const std::string& name)
 {
@@ -332,22 +369,40 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
     std::vector<std::string> applied;
     const bool contextGiven = givesSetting(r, kContextTwins);
     const bool usersGiven = givesSetting(r, kUsersTwins);
+    // Flash attention as the log printed it (llama.cpp "flash_attn = 0", Ollama
+    // OLLAMA_FLASH_ATTENTION / "enabling flash attention", llama-server -fa / --flash-attn): the plan
+    // runs as the engine ran, unless the request says otherwise in any spelling.
+    const bool flashGiven = r.flashAttention.has_value() ||
+                            std::any_of(r.engineSettings.begin(), r.engineSettings.end(), [](const EngineSetting& s) {
+                                return s.key == "flash-attn" || s.key == "fa" || s.key == "OLLAMA_FLASH_ATTENTION";
+                            });
+    for (const char* key : {"flash_attn", "OLLAMA_FLASH_ATTENTION", "flash-attn", "-fa", "fa"}) {
+        const auto it = log.settings.find(key);
+        if (it == log.settings.end() || flashGiven)
+            continue;
+        const std::string& v = it->second;
+        const bool on = v == "1" || v == "true" || v == "on" || v == "enabled";
+        const bool off = v == "0" || v == "false" || v == "off" || v == "disabled";
+        if (on || off) {
+            r.flashAttention = on;
+            applied.push_back(std::string(key) + "=" + v);
+            break;
+        }
+    }
     for (const auto& [key, value] : log.settings) {
         const auto v = number(value);
         if (!v)
             continue;
+        if (key == "flash_attn" || key == "OLLAMA_FLASH_ATTENTION" || key == "flash-attn" || key == "-fa" || key == "fa")
+            continue; // read above
         bool used = true;
         if (key == "gpu-memory-utilization" || key == "mem-fraction-static" || key == "free_gpu_memory_fraction" ||
             key == "cuda-memory-fraction")
             r.engine.memoryFraction = *v;
-        // A context or users setting of the request (num_ctx, max-model-len, -np) says it in the
-        // engine's own spelling and wins over the log's generic reading of it.
-        else if ((key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx" || key == "max_seq_len") &&
-                 !contextGiven)
-            r.contextTokens = static_cast<std::uint64_t>(*v);
-        else if ((key == "-c" || key == "ctx-size" || key == "n_ctx") && !log.settings.count("n_ctx_seq") && !r.contextTokens
-                 && !contextGiven)
-            r.contextTokens = static_cast<std::uint64_t>(*v);
+        // The context is read once, below, from the best of its spellings.
+        else if (key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx" ||
+                 key == "max_seq_len" || key == "-c" || key == "ctx-size" || key == "n_ctx" || key == "OLLAMA_CONTEXT_LENGTH")
+            used = !contextGiven && contextFromLog(log).has_value() && contextFromLog(log)->second == key;
         else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "n_ubatch" || key == "-ub" ||
                  key == "max_num_tokens" || key == "max-batch-prefill-tokens")
             r.ubatchTokens = static_cast<std::uint64_t>(*v);
@@ -364,6 +419,10 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
         if (used)
             applied.push_back(key + "=" + value);
     }
+    // A context or users setting of the request (num_ctx, max-model-len, -np) says it in the
+    // engine's own spelling and wins over the log's generic reading of it.
+    if (const auto ctx = contextFromLog(log); ctx && !contextGiven)
+        r.contextTokens = ctx->first;
     return applied;
 }
 
@@ -428,6 +487,22 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
             out.saveRefusal = "the log prints no compute buffer (CUDA0 compute buffer size, memory.graph.full): nothing was measured";
         out.notes.push_back("llama.cpp sizes its KV cache from n_ctx, not from a free-memory budget: the calibration keeps the "
                             "measured compute buffer; the KV buffer is compared, not fitted");
+        // The KV buffer follows from the context, the sequences and the cache type alone: a plan
+        // for the log's settings that misses it read those settings wrong, and its calibration
+        // would carry the misreading to every later plan.
+        for (const ComponentComparison& c : out.components)
+            if (c.component == "kv_buffer" && c.predicted && c.measured && c.measured->value > 0) {
+                const double ratio = static_cast<double>(c.predicted->value) / static_cast<double>(c.measured->value);
+                if (std::abs(ratio - 1.0) > 0.05 && out.saveRefusal.empty())
+                    out.saveRefusal = "the plan for the log's settings gives a KV buffer of " + formatBytes(*c.predicted) +
+                                      ", the log " + formatBytes(*c.measured) + " (" + c.how + "): " +
+                                      (contextFromLog(log) ? std::string()
+                                                           : "the log prints no context (n_ctx, --ctx-size, num_ctx) and the plan assumed " +
+                                                                 formatThousands(out.predicted.contextTokens) + "; ") +
+                                      "the context (" + formatThousands(out.predicted.contextTokens) + " per sequence), the sequences (" +
+                                      std::to_string(out.predicted.users) + ") or the KV type (" + out.predicted.kvDtypeId +
+                                      ") differ from what the engine ran; give them (--context, --users, --kv-dtype, --set)";
+            }
     } else if (auto target = kvTarget(log)) {
         // Fit the profiled term so that the plan's pool gives the printed figure: the activation
         // peak where the engine's rule has one (vLLM, TGI, TensorRT-LLM), else the runtime term

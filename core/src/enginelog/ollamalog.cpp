@@ -71,6 +71,27 @@ void readOllamaLine(Parser& p, std::string_view l)
         p.vote("ollama");
         p.setting("OLLAMA_FLASH_ATTENTION", "1");
     }
+    // routes.go "server config env="map[... OLLAMA_CONTEXT_LENGTH:2048 ... OLLAMA_NUM_PARALLEL:0 ...]"":
+    // the server's defaults (envconfig). OLLAMA_NUM_PARALLEL 0 means "chosen by the scheduler".
+    if (const auto at = l.find("server config env=\"map["); at != std::string_view::npos) {
+        p.vote("ollama", 3);
+        const std::string_view env = l.substr(at + 23);
+        for (const char* key : {"OLLAMA_CONTEXT_LENGTH", "OLLAMA_NUM_PARALLEL", "OLLAMA_FLASH_ATTENTION", "OLLAMA_KV_CACHE_TYPE"}) {
+            const std::string k = std::string(key) + ":";
+            std::size_t pos = env.find(k);
+            while (pos != std::string_view::npos && pos > 0 && env[pos - 1] != ' ' && env[pos - 1] != '[')
+                pos = env.find(k, pos + 1);
+            if (pos == std::string_view::npos)
+                continue;
+            const std::size_t b = pos + k.size();
+            const std::size_t e = env.find_first_of(" ]\">", b);
+            std::string value(env.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+            if (value == "true" || value == "false")
+                value = value == "true" ? "1" : "0";
+            if (!value.empty() && !(std::string_view(key) == "OLLAMA_NUM_PARALLEL" && value == "0"))
+                p.setting(key, value);
+        }
+    }
     if (has("ollama_llama_server") || has("/ollama runner"))
         p.vote("ollama", 2);
 }

@@ -107,6 +107,13 @@ std::uint64_t plannedKvFigure(const PlanResult& plan, const std::string& name);
 /// The engine profile id of a log's engine ("vllm" -> "vllm"), as profiles/engines names them.
 std::string engineProfileId(const EngineLog& log);
 
+/// The context per sequence a log ran at, and the setting it was read from: the per-sequence
+/// spellings first (llama.cpp n_ctx_seq, vLLM max-model-len, SGLang context-length, TensorRT-LLM
+/// max_seq_len, Ollama num_ctx), else a runner's total over its slots divided by the slots
+/// (llama.cpp n_ctx / -c, Ollama's runner --ctx-size = num_ctx x OLLAMA_NUM_PARALLEL; the slots
+/// from n_seq_max, --parallel or OLLAMA_NUM_PARALLEL), else Ollama's OLLAMA_CONTEXT_LENGTH.
+std::optional<std::pair<std::uint64_t, std::string>> contextFromLog(const EngineLog& log);
+
 /// Applies the settings the log printed, in the engine's spelling, to @p request:
 /// gpu-memory-utilization / mem-fraction-static / free_gpu_memory_fraction -> the memory fraction;
 /// max-model-len / context-length / n_ctx_seq / -c -> context; max-num-batched-tokens /
