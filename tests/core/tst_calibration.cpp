@@ -684,3 +684,55 @@ TEST_CASE("an Ollama server config line gives OLLAMA_CONTEXT_LENGTH and flash at
     applyLogSettings(*lcLog, given);
     CHECK(*given.flashAttention);
 }
+
+TEST_CASE("SGLang logs: the model path, the weights from the avail-mem lines, the context it ran at, and its fraction", "[calibration]")
+{
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    // SGLang's docs (0.4.1): server_args=ServerArgs(model_path='meta-llama/Meta-Llama-3.1-8B-Instruct', ...),
+    // "Load weight begin. avail mem=78.81 GB" / "Load weight end. ... avail mem=63.72 GB" (no mem usage),
+    // "... context_len=131072".
+    LogReportOptions docsOptions;
+    docsOptions.card = "h100-sxm"; // the log prints the free memory only
+    auto docs = analyzeEngineLog(logText("sglang-0.4.1-llama-3.1-8b-80gb-docs"), "sglang.log", docsOptions, *profiles);
+    INFO((docs ? std::string() : docs.error().message));
+    REQUIRE(docs);
+    CHECK(docs->request.model.id == "llama-3.1-8b");
+    const auto settingsRead = docs->settingsFromLog;
+    CHECK(std::find(settingsRead.begin(), settingsRead.end(), "context-len=131072") != settingsRead.end());
+    for (const std::string& a : docs->settingsAssumed)
+        CHECK(a.find("context-length") == std::string::npos);
+    const LogComponentRow* weights = nullptr;
+    for (const LogComponentRow& c : docs->components)
+        if (c.component == "weights")
+            weights = &c;
+    REQUIRE(weights);
+    CHECK(weights->measured == "15.09 GiB"); // 78.81 - 63.72
+    CHECK(weights->how.find("avail mem before - after the weight load") == 0);
+
+    // QwQ-32B at TP 4 on L4s (0.4.3): mem_fraction_static 0.85 of the 21.63 GB free at start-up;
+    // "Capture cuda graph end. ... mem usage=0.93 GB". Leaving 2 GiB free: SGLang claims
+    // fraction x its free memory at start-up and keeps the graphs (measured 0.93 GiB) and the
+    // forward pass of a 2,048-token chunk (SGLang's own reserve, 1.5 MiB a token: 3 GiB) in the rest.
+    LogReportOptions o;
+    o.model = "qwen2.5-32b";
+    o.card = "l4";
+    auto qwq = analyzeEngineLog(logText("sglang-0.4.3-qwq-32b-4xl4-tp4"), "qwq.log", o, *profiles);
+    INFO((qwq ? std::string() : qwq.error().message));
+    REQUIRE(qwq);
+    auto f = largestFractionLeaving(qwq->request, qwq->comparison.calibration, Bytes{2ull << 30});
+    REQUIRE(f);
+    const auto held = [&](const char* name) -> double {
+        for (const OverheadItem& i : f->held)
+            if (i.name == name)
+                return static_cast<double>(i.bytes.value) / 1073741824.0;
+        FAIL("no held item " << name);
+        return 0;
+    };
+    CHECK(held("cuda_graphs") == Approx(0.93).margin(1e-9));
+    CHECK(held("activations") == Approx(3.0).margin(1e-9));
+    const double base = static_cast<double>(f->baseBytes.value) / 1073741824.0;
+    INFO("base " << base << " GiB");
+    CHECK(base == Approx(21.63).margin(0.05)); // the calibrated plan's free memory at start-up is the log's
+    CHECK(f->fraction == Approx(std::floor((base - 2 - 0.93 - 3.0) / base * 100) / 100));
+}

@@ -217,6 +217,20 @@ TEST_CASE("versions printed, and logs of no known engine", "[enginelog]")
     CHECK(sg->ranks == std::vector<std::string>{"DP0 TP3", "DP0 TP0"});
 }
 
+TEST_CASE("llama-server's build line and its automatic n_parallel", "[enginelog]")
+{
+    // The first lines of llama-server b6945 (https://github.com/ggml-org/llama.cpp/issues/18546).
+    auto log = parseEngineLog("main: setting n_parallel = 4 and kv_unified = true\n"
+                              "build: 6945 (cc98f8d34) with MSVC 19.29.30154.0 for x64\n"
+                              "system info: n_threads = 10, n_threads_batch = 10, total_threads = 12\n");
+    REQUIRE(log);
+    CHECK(log->engine == "llama.cpp");
+    CHECK(log->version == "b6945");
+    CHECK(log->settings.at("parallel") == "4");
+    CHECK(log->settings.at("kv-unified") == "true");
+    CHECK(log->summary() == "This log is from llama.cpp b6945; 2 of 3 lines were understood.");
+}
+
 TEST_CASE("llama.cpp and Ollama: buffers per device, context, the runner inside Ollama", "[enginelog]")
 {
     const std::string text =

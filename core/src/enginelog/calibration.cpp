@@ -82,7 +82,8 @@ PlanRequest withoutSettings(PlanRequest request, std::initializer_list<const cha
 const std::vector<std::vector<std::string>>& genericGroups()
 {
     static const std::vector<std::vector<std::string>> groups = {
-        {"max-model-len", "context-length", "n_ctx_seq", "num_ctx", "-c", "ctx-size", "n_ctx", "max_seq_len", "max-total-tokens"},
+        {"max-model-len", "context-length", "context-len", "n_ctx_seq", "num_ctx", "-c", "ctx-size", "n_ctx", "max_seq_len", "max-total-tokens",
+         "OLLAMA_CONTEXT_LENGTH"},
         {"n_seq_max", "OLLAMA_NUM_PARALLEL", "parallel", "np"},
         {"gpu-memory-utilization", "mem-fraction-static", "free_gpu_memory_fraction", "cuda-memory-fraction"},
         {"max-num-batched-tokens", "chunked-prefill-size", "n_ubatch", "-ub", "ubatch-size", "max_num_tokens",
@@ -241,7 +242,17 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
     const bool ggml = log.engine == "llama.cpp" || log.engine == "ollama";
     if (!ggml) {
         // vLLM's "Model loading took" includes the rotary cos/sin cache the bill prices apart.
-        row("weights", p.weightsBytes + overhead(p, {"rotary_cache"}), logBytes(log, "weights"), line("weights"));
+        // SGLang's "Load weight begin/end. avail mem=" lines: the weights are the free memory they took
+        // (0.4.1-0.4.2 print no "mem usage" on the end line).
+        std::optional<Bytes> weights = logBytes(log, "weights");
+        std::string weightsHow = line("weights");
+        const auto before = log.value("free_before_weights"), after = log.value("free_after_weights");
+        if (!weights && before && after && *before > *after) {
+            weights = toBytes(*before - *after);
+            weightsHow = "avail mem before - after the weight load (lines " + std::to_string(log.find("free_before_weights")->line) +
+                         ", " + std::to_string(log.find("free_after_weights")->line) + ")";
+        }
+        row("weights", p.weightsBytes + overhead(p, {"rotary_cache"}), weights, weightsHow);
         // The profile run's peak under each engine's own names (vLLM, TGI's warm-up, TensorRT-LLM's
         // build-time activations and its decoder's buffers sized by the build limits).
         const Bytes act = overhead(p, {"activation_peak", "logits", "warmup_activations", "warmup_logits", "engine_activations",
@@ -322,7 +333,8 @@ std::optional<std::pair<std::uint64_t, std::string>> contextFromLog(const Engine
         return std::nullopt;
     };
     // Per sequence, as the engine printed it.
-    for (const char* key : {"n_ctx_seq", "max-model-len", "context-length", "max_seq_len", "num_ctx"})
+    // SGLang prints the context it runs at as "context_len=131072" on its max_total_num_tokens line.
+    for (const char* key : {"n_ctx_seq", "max-model-len", "context-length", "context-len", "max_seq_len", "num_ctx"})
         if (auto v = read(key))
             return std::pair{*v, std::string(key)};
     // The runner's total over its slots: llama.cpp's n_ctx and -c (llama_context n_ctx_seq =
@@ -400,7 +412,7 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
             key == "cuda-memory-fraction")
             r.engine.memoryFraction = *v;
         // The context is read once, below, from the best of its spellings.
-        else if (key == "max-model-len" || key == "context-length" || key == "n_ctx_seq" || key == "num_ctx" ||
+        else if (key == "max-model-len" || key == "context-length" || key == "context-len" || key == "n_ctx_seq" || key == "num_ctx" ||
                  key == "max_seq_len" || key == "-c" || key == "ctx-size" || key == "n_ctx" || key == "OLLAMA_CONTEXT_LENGTH")
             used = !contextGiven && contextFromLog(log).has_value() && contextFromLog(log)->second == key;
         else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "n_ubatch" || key == "-ub" ||

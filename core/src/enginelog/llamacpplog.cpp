@@ -50,10 +50,25 @@ void readLlamaCppLine(Parser& p, std::string_view l)
     if (ctx || has("llama_kv_cache") || has("llama_memory_recurrent") || has("llm_load_tensors:") || has("load_tensors:")
         || has("llama_model_loader:"))
         p.vote("llama.cpp", 2);
-    if (has("build: ") && (has("llama") || has("main:") || has("system_info"))) {
-        const std::string b = wordAfter(l, "build: ");
-        if (!b.empty() && std::isdigit(static_cast<unsigned char>(b[0])))
+    // "build: 6945 (cc98f8d34) with MSVC 19.29.30154.0 for x64" (llama-server, common/common.cpp
+    // common_print_build_info's "build: %d (%s) with %s for %s"), older "main: build = 2400 (...)".
+    if (const auto at = l.find("build: "); at != std::string_view::npos) {
+        const std::string b = wordAfter(l.substr(at), "build: ");
+        const bool digits = !b.empty() && b.find_first_not_of("0123456789") == std::string::npos;
+        const bool buildInfo = digits && l.substr(at + 7 + b.size()).starts_with(" (") && has(" with ") && has(" for ");
+        if (digits && (buildInfo || has("llama") || has("main:") || has("system_info"))) {
+            p.vote("llama.cpp", buildInfo ? 2 : 1);
             p.version("b" + b, "llama.cpp");
+        }
+    }
+    // llama-server: "main: setting n_parallel = 4 and kv_unified = true" (tools/server/server.cpp,
+    // when -np is left to auto).
+    if (const auto at = l.find("setting n_parallel = "); at != std::string_view::npos) {
+        p.vote("llama.cpp", 2);
+        if (auto n = scanNumber(l, at + 21))
+            p.setting("parallel", n->printed);
+        if (const auto u = l.find("kv_unified = "); u != std::string_view::npos)
+            p.setting("kv-unified", wordAfter(l.substr(u), "kv_unified = "));
     }
     if (has("main: build = ")) {
         const std::string b = wordAfter(l, "main: build = ");

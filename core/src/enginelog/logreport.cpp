@@ -269,8 +269,11 @@ tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, cons
     } else {
         std::string modelArg = o.model;
         if (modelArg.empty()) {
+            // vLLM's "model", SGLang's "model_path" (server_args=ServerArgs(model_path='...'), --model-path).
             if (auto it = log.settings.find("model"); it != log.settings.end())
                 modelArg = it->second;
+            else if (auto path = log.settings.find("model-path"); path != log.settings.end())
+                modelArg = path->second;
             else
                 return tl::unexpected(std::string("the log names no model: give it with -m (a profile id, a path, or ORG/NAME)"));
         }
