@@ -66,7 +66,7 @@ QString reportHtml(const LogReport& r)
     for (const std::string& n : r.comparison.notes)
         h += QStringLiteral("<p>note: %1</p>").arg(html(n));
 
-    h += QStringLiteral("<h3>Calibrated what fits on this card</h3><p>%1").arg(html(r.calibrationLines.front()));
+    h += QStringLiteral("<h3>%1</h3><p>%2").arg(html(r.whatFits.heading), html(r.calibrationLines.front()));
     for (std::size_t i = 1; i < r.calibrationLines.size(); ++i)
         h += QStringLiteral("<br>") + html(r.calibrationLines[i]);
     h += QStringLiteral("</p><ul>");

@@ -84,7 +84,7 @@ void printReport(const LogReport& r)
         std::cout << "  " << r.calibrationLines[i] << '\n';
     if (!r.comparison.saveRefusal.empty())
         std::cout << "  not saved by --save: " << r.comparison.saveRefusal << '\n';
-    std::cout << "\nCalibrated what fits on this card\n";
+    std::cout << '\n' << r.whatFits.heading << '\n';
     for (const std::string& line : r.whatFits.lines)
         std::cout << "  " << line << '\n';
 }

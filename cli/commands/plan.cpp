@@ -164,6 +164,14 @@ void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequ
                 break;
             }
     }
+    // A saved calibration changes the cells it applies to: each one is named (the plan's notes say
+    // the same; MeasuredOverheads::source is the sentence the core wrote).
+    std::vector<std::string> sources;
+    for (const PlanRequest& r : reqs)
+        if (!r.measured.source.empty() && std::find(sources.begin(), sources.end(), r.measured.source) == sources.end())
+            sources.push_back(r.measured.source);
+    for (const std::string& s : sources)
+        out << "  " << s << '\n';
 }
 
 void printFrontier(const std::vector<PlanResult>& plans, std::ostream& out)

@@ -66,6 +66,10 @@ set(_up ${_scratch}/user-profiles)
 headroom_cli_sh_test(cli_log_calibrated_plan
   "rm -rf ${_up} && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && ls ${_up}/calibrations && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm --context 8192 && HEADROOM_USER_PROFILES=${_up} ${HEADROOM_CLI} plan -m llama-3.1-8b -w bf16 -c h100-sxm --engine vllm --calibration none | grep -c 'calibrated by'"
   "h100-sxm.vllm.llama-3.1-8b.json\n.*calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak [0-9.]+ GiB measured at a micro-batch of 8192 tokens.*\n0\n?$")
+# `table` names the calibration it applies (issue 14 review: it applied one silently).
+headroom_cli_sh_test(cli_log_calibrated_table
+  "rm -rf ${_up}-t && HEADROOM_USER_PROFILES=${_up}-t ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && HEADROOM_USER_PROFILES=${_up}-t ${HEADROOM_CLI} table -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm --context 8192"
+  "What fits:.*h100-sxm: .*\n  calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak")
 # The overlay is found in whichever user folder the faces are given: XDG_CONFIG_HOME/headroom/profiles
 # (no HEADROOM_USER_PROFILES), and --user-profiles DIR for both the save and the plan.
 set(_xdg ${_scratch}/xdg)

@@ -633,6 +633,7 @@ TEST_CASE("Ollama's runner --ctx-size is the total over its slots: per sequence 
     REQUIRE(kv->predicted);
     CHECK(kv->predicted->value == 896ull << 20);
     CHECK(report->comparison.saveRefusal.empty());
+    CHECK(report->whatFits.heading == "Calibrated what fits on this card");
 
     // Read as 8,192 per sequence (num_ctx=8192 given), the plan's KV is 4 x the log's: a misread,
     // which --save refuses to keep.
@@ -642,6 +643,8 @@ TEST_CASE("Ollama's runner --ctx-size is the total over its slots: per sequence 
     REQUIRE(kv);
     INFO(misread->comparison.saveRefusal);
     CHECK(misread->comparison.saveRefusal.find("gives a KV buffer of 3.50 GiB, the log 896.00 MiB") != std::string::npos);
+    // Nothing calibrated: the what-fits heading says so (the CLI and the app's Log panel print it).
+    CHECK(misread->whatFits.heading == "What fits on this card (not calibrated: the plan's own estimates)");
     const fs::path dir = fs::temp_directory_path() / ("headroom-misread-" + std::to_string(::getpid()));
     auto saved = saveCalibration(misread->comparison, dir);
     REQUIRE_FALSE(saved);

@@ -135,6 +135,8 @@ LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, con
 {
     LogWhatFits w;
     const LogCalibration& cal = cmp.calibration;
+    w.heading = cmp.saveRefusal.empty() ? "Calibrated what fits on this card"
+                                        : "What fits on this card (not calibrated: the plan's own estimates)";
     w.users = o.users.value_or(16);
     // The context asked: given, else 4 x the log's own (a longer context on the same card), never
     // past the model's trained context; a log that prints no context ran at the engine's default

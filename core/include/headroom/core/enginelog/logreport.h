@@ -94,6 +94,10 @@ struct LogWhatFits {
     std::optional<std::uint64_t> tokensAtLargestFraction; ///< KV tokens of the calibrated plan at that fraction
     std::optional<SettingForUsers> forUsers;    ///< settingForUsers(users, context)
     std::vector<std::string> lines;             ///< the answers as sentences, in order
+    /// "Calibrated what fits on this card", or, when the log calibrated nothing (its
+    /// LogComparison::saveRefusal is set), "What fits on this card (not calibrated: the plan's own
+    /// estimates)": the heading every face prints above `lines`.
+    std::string heading;
 };
 
 /// Everything a face shows of a log.
