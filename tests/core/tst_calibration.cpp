@@ -739,3 +739,34 @@ TEST_CASE("SGLang logs: the model path, the weights from the avail-mem lines, th
     CHECK(base == Approx(21.63).margin(0.05)); // the calibrated plan's free memory at start-up is the log's
     CHECK(f->fraction == Approx(std::floor((base - 2 - 0.93 - 3.0) / base * 100) / 100));
 }
+
+TEST_CASE("the pool that holds U users of C tokens counts a sliding window once per user", "[calibration]")
+{
+    // Gemma 3 12B (vLLM 0.19, H100): 8 full-attention and 40 sliding-window layers (window 1,024),
+    // 8 KV heads x 256 x 2 x 2 B = 8 KiB a layer and token. At 8,192 tokens the log prints 15.88x
+    // for its 47.72 GiB: 3.0 GiB a request, every layer full (the window - 1 + 8,192 batched tokens
+    // cover the whole context). At 32,768 tokens vLLM's hybrid manager groups the layers by 8 (one
+    // full group, five sliding groups) in pages of 8 layers x 16 tokens x 8 KiB = 1 MiB; a request
+    // takes 2,048 pages of the full group and ceil((1,024 - 1 + 8,192) / 16) + 1 = 577 of each
+    // sliding group (kv_cache_interface.py max_memory_usage_bytes): 4,933 MiB, not the 12 GiB of
+    // 48 full layers.
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
+    REQUIRE(cases);
+    const Calibrated k = calibrate(caseNamed(*cases, "vllm-0.19-gemma-3-12b-h100"), *profiles);
+    REQUIRE(k.comparison.kvFigure);
+    CHECK(k.comparison.kvFigure->calibrated == 130304);
+    auto s8 = settingForUsers(k.request, k.comparison.calibration, 8, 32768);
+    REQUIRE(s8);
+    CHECK(s8->kvCacheBytes.value == 8ull * 4933 * (1 << 20));
+    CHECK(s8->possible);
+    // Those 38.5 GiB fit below the log's 47.72 GiB pool at 0.95.
+    CHECK(s8->memoryFraction < 0.95);
+    auto at = calibratedAt(atMemoryFraction(k.request, s8->memoryFraction), k.comparison.calibration, 32768, 8);
+    REQUIRE(at);
+    CHECK(*at->maxUsers >= 8);
+    auto below = calibratedAt(atMemoryFraction(k.request, s8->memoryFraction - 0.01), k.comparison.calibration, 32768, 8);
+    REQUIRE(below);
+    CHECK(*below->maxUsers < 8);
+}

@@ -312,6 +312,16 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
     return rows;
 }
 
+/// True when @p p holds @p users sequences of its context: by the engine's own figure where it
+/// prints one (vLLM's "Maximum concurrency", kv_cache_utils.py, from max_memory_usage_bytes per
+/// request), else by the plan's max_users.
+bool holdsUsers(const PlanResult& p, std::uint64_t users)
+{
+    if (p.maxConcurrency)
+        return *p.maxConcurrency + 1e-9 >= static_cast<double>(users);
+    return p.maxUsers && *p.maxUsers >= users;
+}
+
 /// The sequences a log ran with (n_seq_max, --parallel / -np, OLLAMA_NUM_PARALLEL), else 1.
 std::uint64_t logSequences(const EngineLog& log)
 {
@@ -704,9 +714,48 @@ tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& re
     if (!base)
         return tl::unexpected(base.error());
     SettingForUsers s;
+    // Each user's KV: every token in the full-attention layers, at most the window in the
+    // sliding-window layers (kvcache.h KvLayout), in whole blocks.
     const std::uint64_t block = std::max<std::uint64_t>(base->paging.blockTokens, 1);
-    const std::uint64_t blocks = (contextTokens + block - 1) / block;
-    s.kvCacheBytes = Bytes{users * blocks * block * base->kvBytesPerToken.value};
+    const auto roundUp = [&](std::uint64_t t) { return (t + block - 1) / block * block; };
+    const KvLayout& kv = base->kv;
+    const std::uint64_t window = kv.slidingLayers > 0 && kv.windowTokens > 0 ? std::min(contextTokens, kv.windowTokens) : contextTokens;
+    const std::uint64_t perUser = kv.fullBytesPerToken.value + kv.slidingBytesPerToken.value > 0
+        ? roundUp(contextTokens) * kv.fullBytesPerToken.value + roundUp(window) * kv.slidingBytesPerToken.value +
+              kv.stateBytesPerSequence.value
+        : roundUp(contextTokens) * base->kvBytesPerToken.value;
+    s.kvCacheBytes = Bytes{users * perUser};
+    if (request.engine.kind == EngineKind::Vllm) {
+        // vLLM's own per-request accounting decides (kv_cache_interface.py max_memory_usage_bytes:
+        // a sliding-window group keeps window - 1 + max_num_batched_tokens tokens, the hybrid
+        // manager's groups and pages): the smallest --kv-cache-memory-bytes whose plan holds them,
+        // by bisection between nothing and twice every token of every layer.
+        const auto holds = [&](std::uint64_t bytes) -> tl::expected<bool, std::string> {
+            PlanRequest r = request;
+            auto& given = r.engineSettings;
+            given.erase(std::remove_if(given.begin(), given.end(),
+                                       [](const EngineSetting& e) { return canonicalKey(engineFor(EngineKind::Vllm).settings(), e.key) == "kv-cache-memory-bytes"; }),
+                        given.end());
+            given.push_back({"kv-cache-memory-bytes", std::to_string(bytes)});
+            auto p = calibratedAt(r, calibration, contextTokens, users);
+            if (!p)
+                return tl::unexpected(p.error());
+            return holdsUsers(*p, users);
+        };
+        std::uint64_t lo = 0, hi = 2 * users * roundUp(contextTokens) * std::max<std::uint64_t>(base->kvBytesPerToken.value, 1) + (1ull << 30);
+        auto top = holds(hi);
+        if (!top)
+            return tl::unexpected(top.error());
+        for (int i = 0; *top && i < 64 && hi - lo > 1; ++i) {
+            const std::uint64_t mid = lo + (hi - lo) / 2;
+            auto ok = holds(mid);
+            if (!ok)
+                return tl::unexpected(ok.error());
+            (*ok ? hi : lo) = mid;
+        }
+        if (*top)
+            s.kvCacheBytes = Bytes{hi};
+    }
     // The smallest fraction whose plan holds them: search 0.01 steps upward from the estimate.
     const double total = static_cast<double>(request.card.totalBytes.value);
     const double spent = static_cast<double>(base->weightsBytes.value + totalBytes(base->overheads).value);
@@ -716,7 +765,7 @@ tl::expected<SettingForUsers, std::string> settingForUsers(const PlanRequest& re
         auto p = calibratedAt(r, calibration, contextTokens, users);
         if (!p)
             return tl::unexpected(p.error());
-        if (p->maxUsers && *p->maxUsers >= users) {
+        if (holdsUsers(*p, users)) {
             s.memoryFraction = r.engine.memoryFraction;
             s.possible = true;
             break;

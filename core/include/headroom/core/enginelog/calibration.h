@@ -171,7 +171,11 @@ std::optional<FractionLeaving> largestFractionLeaving(const PlanRequest& request
 
 /// What holds @p users sequences of @p contextTokens each on the calibrated plan.
 struct SettingForUsers {
-    Bytes kvCacheBytes;               ///< the KV pool they need: users x ceil(C / block) blocks (vLLM --kv-cache-memory)
+    /// The KV pool they need (vLLM --kv-cache-memory): per user every token of the full-attention
+    /// layers and at most the window of the sliding-window layers, in whole blocks; for vLLM the
+    /// smallest pool whose plan holds them by vLLM's own per-request accounting (its sliding-window
+    /// groups keep window - 1 + max_num_batched_tokens tokens, kv_cache_interface.py).
+    Bytes kvCacheBytes;
     double memoryFraction = 0;        ///< the smallest fraction (to 0.01, rounded up) whose pool holds them
     bool possible = false;            ///< false when even a fraction of 1.0 is too small
 };
