@@ -217,6 +217,26 @@ TEST_CASE("versions printed, and logs of no known engine", "[enginelog]")
     CHECK(sg->ranks == std::vector<std::string>{"DP0 TP3", "DP0 TP0"});
 }
 
+TEST_CASE("a collector's timestamp before the engine's own prefix keeps the rank", "[enginelog]")
+{
+    // Docker Desktop's "2025-02-04 21:21:33 " before SGLang's "[2025-02-04 05:21:33 TP0] "
+    // (https://github.com/jerryzsj/my-deepseek-r1/blob/main/README.md, SGLang 0.4.2 on WSL).
+    auto log = parseEngineLog("2025-02-04 21:21:40 [2025-02-04 05:21:40 TP0] Load weight begin. avail mem=22.76 GB\n"
+                              "2025-02-04 21:29:20 [2025-02-04 05:29:20 TP0] max_total_num_tokens=105531, chunked_prefill_size=2048, "
+                              "max_prefill_tokens=16384, max_running_requests=2049, context_len=131072\n");
+    REQUIRE(log);
+    CHECK(log->engine == "sglang");
+    CHECK(log->ranks == std::vector<std::string>{"TP0"});
+    REQUIRE(log->find("max_total_num_tokens"));
+    CHECK(log->find("max_total_num_tokens")->rank == "TP0");
+    // kubectl logs --timestamps before vLLM's "(Worker_TP1 pid=445) " (the line of the llm-d-planner
+    // v0.19.0 TP 2 log, tests/data/engine-logs/whole).
+    auto vllm = parseEngineLog("2026-04-22T01:36:26.123456789Z (Worker_TP1 pid=445) INFO 04-22 01:36:26 "
+                               "[v1/worker/gpu_worker.py:436] Available KV cache memory: 63.76 GiB\n");
+    REQUIRE(vllm);
+    CHECK(vllm->ranks == std::vector<std::string>{"Worker_TP1"});
+}
+
 TEST_CASE("llama-server's build line and its automatic n_parallel", "[enginelog]")
 {
     // The first lines of llama-server b6945 (https://github.com/ggml-org/llama.cpp/issues/18546).

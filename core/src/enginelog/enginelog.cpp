@@ -7,6 +7,7 @@
 #include "enginelogshared.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -176,10 +177,39 @@ void Parser::version(const std::string& v, const char* engine)
 
 namespace {
 
+/// The length of a timestamp that a log collector put before the engine's own line (docker logs
+/// -t / kubectl logs --timestamps "2026-04-22T00:03:35.546810851Z ", Docker Desktop's
+/// "2025-02-04 21:21:33 "): YYYY-MM-DD, 'T' or ' ', hh:mm:ss, optional fraction and zone, a space;
+/// 0 when the line does not start with one.
+std::size_t collectorTimestamp(std::string_view l)
+{
+    const auto digits = [&](std::size_t at, std::size_t n) {
+        if (at + n > l.size())
+            return false;
+        for (std::size_t i = at; i < at + n; ++i)
+            if (!std::isdigit(static_cast<unsigned char>(l[i])))
+                return false;
+        return true;
+    };
+    if (!(digits(0, 4) && l[4] == '-' && digits(5, 2) && l[7] == '-' && digits(8, 2) && l.size() > 19 && (l[10] == 'T' || l[10] == ' ') &&
+          digits(11, 2) && l[13] == ':' && digits(14, 2) && l[16] == ':' && digits(17, 2)))
+        return 0;
+    std::size_t p = 19;
+    if (p < l.size() && (l[p] == '.' || l[p] == ','))
+        for (++p; p < l.size() && std::isdigit(static_cast<unsigned char>(l[p]));)
+            ++p;
+    if (p < l.size() && l[p] == 'Z')
+        ++p;
+    else if (p + 5 < l.size() && (l[p] == '+' || l[p] == '-') && digits(p + 1, 2))
+        p += l[p + 3] == ':' ? 6 : 5;
+    return p < l.size() && l[p] == ' ' ? p + 1 : 0;
+}
+
 /// "(Worker_TP1 pid=445) ", "(VllmWorker rank=1 pid=..) ", "[2025-03-08 12:29:13 TP0] " -> the rank
-/// name; the line is left after the prefix.
+/// name; the line is left after the prefix (and after a collector's timestamp before it).
 std::string takeRank(std::string_view& line)
 {
+    line.remove_prefix(collectorTimestamp(line));
     std::size_t p = 0;
     while (p < line.size() && line[p] == ' ')
         ++p;
