@@ -214,6 +214,14 @@ TEST_CASE("calibrated answers for other settings on the same card", "[calibratio
     CHECK(back->ubatchTokens == 8192);
     // Keyed by card, engine and model (issue 14 review: one model's peak was applied to another).
     CHECK(calibrationPath("/p", *back).filename().string().ends_with(".vllm.llama-3.1-8b.json"));
+    // A model given as a path: its file name and 8 hex digits of the path, not every folder above it.
+    LogCalibration byPath = *back;
+    byPath.modelId = "/home/me/models/bartowski/Qwen2.5-7B-Instruct-GGUF/Qwen2.5-7B-Instruct-Q4_K_M.gguf";
+    const std::string name = calibrationPath("/p", byPath).filename().string();
+    INFO(name);
+    CHECK(name.find(".vllm.Qwen2.5-7B-Instruct-Q4_K_M.gguf-") != std::string::npos);
+    CHECK(name.size() == name.find(".gguf-") + 6 + 8 + 5); // 8 hex digits, then ".json"
+    CHECK(name.find("home") == std::string::npos);
     auto wrong = calibrationFromJson(R"({"schema_version": 2, "engine": "vllm"})", "cal.json");
     REQUIRE_FALSE(wrong);
     CHECK(wrong.error() == "cal.json: schema_version 2, this build reads 1");
@@ -565,6 +573,21 @@ TEST_CASE("whole vLLM 0.19 logs: every measured term read, and the fraction that
     REQUIRE(report);
     REQUIRE(report->comparison.kvFigure);
     CHECK(report->comparison.kvFigure->calibrated == 476016);
+    // kv_cache_dtype=auto of a dtype=torch.bfloat16 run is a bf16 cache (issue 14 review: it said fp16).
+    CHECK(log->settings.at("dtype") == "bfloat16");
+    CHECK(report->request.kvDtype.id == "bf16");
+    CHECK(report->log.warnings.empty());
+
+    // The same log cut in the middle of its "GPU KV cache size" line, as a copy taken mid-start-up:
+    // said, in the report's header too.
+    const std::size_t cutAt = text.find("GPU KV cache size:");
+    REQUIRE(cutAt != std::string::npos);
+    auto cut = analyzeEngineLog(text.substr(0, cutAt + 5), "cut.log", o, *profiles);
+    REQUIRE(cut);
+    REQUIRE(cut->log.warnings.size() == 1);
+    CHECK(cut->log.warnings.front().find("the log ends mid-line (line 375 has no line end): it looks truncated") == 0);
+    CHECK(std::any_of(cut->headerLines.begin(), cut->headerLines.end(),
+                      [](const std::string& h) { return h.starts_with("Warning: the log ends mid-line"); }));
     // Leaving 2 GiB: floor((79.19 - 2 - 0.51 in use at the init snapshot - 0.91 of graphs) / 79.19) = 0.95.
     REQUIRE(report->whatFits.largestFraction);
     CHECK(*report->whatFits.largestFraction == Approx(0.95));

@@ -1018,8 +1018,19 @@ tl::expected<std::filesystem::path, std::string> saveCalibration(const LogCompar
 std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& c)
 {
     const std::string engine = c.engine + (c.engineVersion.empty() ? std::string() : "@" + c.engineVersion);
+    // A model given as a path (-m /models/x/Qwen2.5-7B-Q4_K_M.gguf) is named by its file or
+    // folder and 8 hex digits of the whole path, not by every folder above it.
+    std::string model = c.modelId;
+    const bool path = model.starts_with('/') || model.starts_with('.') || model.starts_with('~') ||
+                      model.find('\\') != std::string::npos || std::count(model.begin(), model.end(), '/') >= 2;
+    if (path) {
+        std::filesystem::path p(model);
+        while (!p.empty() && p.filename().empty())
+            p = p.parent_path();
+        model = p.filename().string() + "-" + hex(c.modelId).substr(0, 8);
+    }
     return userProfilesDir / "calibrations" /
-           (fileNamePart(c.cardId) + "." + fileNamePart(engine) + "." + fileNamePart(c.modelId) + ".json");
+           (fileNamePart(c.cardId) + "." + fileNamePart(engine) + "." + fileNamePart(model) + ".json");
 }
 
 } // namespace headroom

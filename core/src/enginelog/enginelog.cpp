@@ -472,6 +472,11 @@ tl::expected<EngineLog, EngineLogError> parseEngineLog(std::string_view text, co
     }
     if (cut)
         parser.log().warnings.push_back("lines longer than " + std::to_string(limits.maxLineBytes) + " bytes were cut");
+    // A log cut off while it was written (a copy taken mid-start-up, a pasted screen) ends
+    // mid-line; what the engine printed after it is missing.
+    if (!text.empty() && text.back() != '\n' && parser.log().lineCount < limits.maxLines)
+        parser.log().warnings.push_back("the log ends mid-line (line " + std::to_string(parser.log().lineCount) +
+                                        " has no line end): it looks truncated, and what the engine printed after it is missing");
     return parser.finish();
 }
 

@@ -297,6 +297,19 @@ tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, cons
         for (const char* key : {"kv-cache-dtype", "kv_cache_dtype"})
             if (auto it = log.settings.find(key); it != log.settings.end() && it->second.starts_with("fp8"))
                 kv = "fp8";
+    // kv_cache_dtype "auto" is the model's dtype (vLLM CacheConfig, SGLang ServerArgs): the dtype
+    // the log printed (vLLM's config line "dtype=torch.bfloat16", SGLang's "Load weight end. ...
+    // dtype=torch.bfloat16"), else the weights' 16-bit format.
+    if (kv.empty())
+        if (auto it = log.settings.find("dtype"); it != log.settings.end()) {
+            const std::string& d = it->second;
+            if (d == "bfloat16" || d == "torch.bfloat16" || d == "bf16")
+                kv = "bf16";
+            else if (d == "float16" || d == "torch.float16" || d == "half" || d == "fp16")
+                kv = "fp16";
+        }
+    if (kv.empty() && (r.format.id == "bf16" || r.format.id == "fp16"))
+        kv = r.format.id;
     auto kvDtype = resolveKvDtype(kv);
     if (!kvDtype)
         return tl::unexpected(kvDtype.error());
@@ -374,6 +387,9 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
     if (!report.settingsAssumed.empty())
         report.headerLines.push_back("Assumed (neither printed nor given; the engine's defaults): " + joined(report.settingsAssumed));
     report.headerLines.insert(report.headerLines.end(), requestNotes.begin(), requestNotes.end());
+    for (const std::string& w : log->warnings)
+        if (w.starts_with("the log ends mid-line"))
+            report.headerLines.push_back("Warning: " + w + ".");
     for (const LogTerm& t : log->terms)
         report.terms.push_back({t.name, t.device.empty() ? t.rank : t.device, t.printed, std::to_string(t.line)});
     report.comparisonTitle = "the plan for these settings: " + request->model.name + ", " + request->format.id + " weights, " +

@@ -231,7 +231,8 @@ tl::expected<std::filesystem::path, std::string> saveCalibration(const LogCompar
 tl::expected<LogCalibration, std::string> readCalibration(const std::filesystem::path& file);
 
 /// The overlay file name for a calibration: "calibrations/<card>.<engine>[@<version>].<model>.json"
-/// below a profiles folder (characters other than letters, digits, '-', '.' and '@' spelled '_').
+/// below a profiles folder (characters other than letters, digits, '-', '.' and '@' spelled '_');
+/// a model given as a path is named by its last component and 8 hex digits of the whole path.
 std::filesystem::path calibrationPath(const std::filesystem::path& userProfilesDir, const LogCalibration& calibration);
 
 } // namespace headroom
