@@ -568,6 +568,7 @@ TEST_CASE("whole vLLM 0.19 logs: every measured term read, and the fraction that
     CHECK(static_cast<double>(log->cardFreeBytes->value) / (1 << 30) == Approx(78.68).margin(1e-9));
 
     LogReportOptions o;
+    o.model = "llama-3.1-8b"; // -m: no hub cache or network decides the model in a test
     auto report = analyzeEngineLog(text, "serve.log", o, *profiles);
     INFO((report ? std::string() : report.error().message));
     REQUIRE(report);
@@ -792,4 +793,58 @@ TEST_CASE("the pool that holds U users of C tokens counts a sliding window once 
     auto below = calibratedAt(atMemoryFraction(k.request, s8->memoryFraction - 0.01), k.comparison.calibration, 32768, 8);
     REQUIRE(below);
     CHECK(*below->maxUsers < 8);
+}
+
+TEST_CASE("a context given in the engine's own spelling is the log's context (TGI MAX_TOTAL_TOKENS)", "[calibration]")
+{
+    // TGI 2.0 on an A10G (the log prints no max-total-tokens): `--set MAX_TOTAL_TOKENS=8192`, the
+    // launcher's environment spelling, gives the context the what-fits starts from.
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
+    REQUIRE(cases);
+    const EngineLogCase& c = caseNamed(*cases, "tgi-2.0-mistral-7b-v0.3-a10g");
+    auto caseRequest = planRequestFor(c, *profiles);
+    REQUIRE(caseRequest);
+    LogReportOptions o;
+    o.modelProfile = caseRequest->model;
+    o.cardProfile = caseRequest->card;
+    o.engineVersion = c.engineVersion;
+    o.settings = {{"MAX_TOTAL_TOKENS", "8192"}, {"MAX_INPUT_LENGTH", "8191"}, {"MAX_BATCH_PREFILL_TOKENS", "8191"}};
+    auto report = analyzeEngineLog(logText(c.id), "tgi.log", o, *profiles);
+    INFO((report ? std::string() : report.error().message));
+    REQUIRE(report);
+    REQUIRE_FALSE(report->whatFits.lines.empty());
+    INFO(report->whatFits.lines.front());
+    CHECK(report->whatFits.lines.front().find("(4 x the log's 8,192") != std::string::npos);
+    CHECK(report->whatFits.lines.front().find("prints no context") == std::string::npos);
+}
+
+TEST_CASE("an FP8 checkpoint the log names, read offline, is planned at fp8", "[calibration]")
+{
+    // vLLM 0.19 serving RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic on an H100 (llm-d-planner sweep):
+    // offline the repo cannot be read, so its base model's profile (qwen2.5-7b) stands in; the
+    // weights are the checkpoint's FP8, not the profile's bf16.
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    const char* keys[] = {"HOME", "HF_HUB_CACHE", "HF_HOME", "HF_HUB_OFFLINE"};
+    std::vector<std::optional<std::string>> saved;
+    for (const char* k : keys)
+        saved.push_back(std::getenv(k) ? std::optional<std::string>(std::getenv(k)) : std::nullopt);
+    ::setenv("HOME", "/nonexistent", 1);
+    ::setenv("HF_HUB_CACHE", "/nonexistent/hub", 1);
+    ::setenv("HF_HOME", "/nonexistent/hf", 1);
+    ::setenv("HF_HUB_OFFLINE", "1", 1);
+    auto report = analyzeEngineLog(logText("vllm-0.19-qwen2.5-7b-fp8-h100"), "fp8.log", LogReportOptions{}, *profiles);
+    for (std::size_t i = 0; i < saved.size(); ++i)
+        saved[i] ? ::setenv(keys[i], saved[i]->c_str(), 1) : ::unsetenv(keys[i]);
+    INFO((report ? std::string() : report.error().message));
+    REQUIRE(report);
+    CHECK(report->request.model.id == "qwen2.5-7b");
+    CHECK(report->request.format.id == "fp8");
+    CHECK(std::any_of(report->headerLines.begin(), report->headerLines.end(), [](const std::string& h) {
+        return h == "Weights fp8: the model the log names is an FP8 checkpoint; give others with -w.";
+    }));
+    REQUIRE(report->comparison.kvFigure);
+    CHECK(report->comparison.kvFigure->calibrated == report->comparison.kvFigure->printed);
 }

@@ -362,6 +362,11 @@ std::optional<std::pair<std::uint64_t, std::string>> contextFromLog(const Engine
     return std::nullopt;
 }
 
+bool givesContextSetting(const PlanRequest& request)
+{
+    return givesSetting(request, kContextTwins);
+}
+
 std::uint64_t plannedKvFigure(const PlanResult& p, const std::string& name)
 {
     for (const EngineFigure& f : p.engineFigures)

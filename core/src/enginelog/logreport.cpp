@@ -120,17 +120,6 @@ std::vector<std::string> calibrationLinesOf(const LogCalibration& cal)
     return out;
 }
 
-/// True when the request's engine settings give a context (max-model-len, ctx-size, ...).
-bool contextGiven(const PlanRequest& r)
-{
-    for (const EngineSetting& s : r.engineSettings)
-        for (const char* k : {"max-model-len", "max_model_len", "context-length", "ctx-size", "c", "num_ctx", "max_seq_len",
-                              "max-total-tokens"})
-            if (s.key == k || s.key == std::string("--") + k)
-                return true;
-    return false;
-}
-
 LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, const LogReportOptions& o)
 {
     LogWhatFits w;
@@ -142,7 +131,7 @@ LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, con
     // past the model's trained context; a log that prints no context ran at the engine's default
     // (the plan's context: the trained context for vLLM, SGLang, TensorRT-LLM), and that is asked.
     const std::uint64_t trained = request.model.architecture ? request.model.architecture->contextLength : 0;
-    const bool logContext = request.contextTokens.has_value() || contextGiven(request);
+    const bool logContext = request.contextTokens.has_value() || givesContextSetting(request);
     const std::uint64_t own = cmp.calibrated.contextTokens;
     std::string contextWhy;
     if (o.contextTokens) {
@@ -288,7 +277,28 @@ tl::expected<PlanRequest, std::string> logPlanRequest(const EngineLog& log, cons
             notes->push_back("The log names " + modelArg + ", which cannot be read here (" + model.error() +
                              "); planned with the profile " + like->id + ", its base model (the same architecture); give another with -m.");
     }
-    auto format = resolveFormat(o.weights, r.model);
+    // The weights the log implies when none are given: vLLM's on-the-fly quantization=fp8, or an
+    // FP8 checkpoint named so ("RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic") that is planned with
+    // its base model's profile (the 16-bit profile would price it at bf16).
+    std::string weights = o.weights;
+    if (weights.empty() && !o.modelProfile) {
+        std::string named;
+        for (const char* key : {"model", "model-path"})
+            if (auto it = log.settings.find(key); it != log.settings.end() && named.empty())
+                named = it->second;
+        std::transform(named.begin(), named.end(), named.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        const auto q = log.settings.find("quantization");
+        const bool fp8Flag = q != log.settings.end() && q->second == "fp8";
+        const bool fp8Name = named.find("fp8") != std::string::npos && !r.model.exactWeights;
+        if (fp8Flag || fp8Name) {
+            weights = "fp8";
+            if (notes)
+                notes->push_back(std::string("Weights fp8: ") +
+                                 (fp8Flag ? "the log runs with quantization=fp8" : "the model the log names is an FP8 checkpoint") +
+                                 "; give others with -w.");
+        }
+    }
+    auto format = resolveFormat(weights, r.model);
     if (!format)
         return tl::unexpected(format.error());
     r.format = *format;

@@ -114,6 +114,11 @@ std::string engineProfileId(const EngineLog& log);
 /// from n_seq_max, --parallel or OLLAMA_NUM_PARALLEL), else Ollama's OLLAMA_CONTEXT_LENGTH.
 std::optional<std::pair<std::uint64_t, std::string>> contextFromLog(const EngineLog& log);
 
+/// True when @p request gives its context as an engine setting, in any spelling the engine unit
+/// declares (max-model-len, context-length, TGI max-total-tokens / MAX_TOTAL_TOKENS, ctx-size,
+/// num_ctx, max_seq_len).
+bool givesContextSetting(const PlanRequest& request);
+
 /// Applies the settings the log printed, in the engine's spelling, to @p request:
 /// gpu-memory-utilization / mem-fraction-static / free_gpu_memory_fraction -> the memory fraction;
 /// max-model-len / context-length / n_ctx_seq / -c -> context; max-num-batched-tokens /
