@@ -3,6 +3,7 @@
 // their store's name with the path in the tooltip.
 
 #include "apptestutils.h"
+#include "corpuslog.h"
 #include "localmodelsscanner.h"
 #include "logpanel.h"
 #include "mainwindow.h"
@@ -34,22 +35,13 @@
 
 using namespace headroom;
 using namespace headroom::app;
+using headroom::test::corpusLogText;
 using headroom::app::test::catalog;
 namespace fs = std::filesystem;
 
 namespace {
 
 const char* kCase = "vllm-0.19-llama-3.1-8b-h100-ctx8192";
-
-std::string corpusLogText(const std::string& id)
-{
-    std::ifstream in(fs::path(HEADROOM_ENGINE_LOGS_DIR) / (id + ".json"));
-    const nlohmann::json j = nlohmann::json::parse(in);
-    std::string text;
-    for (const auto& l : j.at("log"))
-        text += l.get<std::string>() + "\n";
-    return text;
-}
 
 void choose(QComboBox* combo, const QString& data)
 {

@@ -2,6 +2,7 @@
 // plan for its own settings once calibrated, and a calibration from one log predicts the logs of
 // the same card at other settings (tests/data/engine-logs).
 
+#include "corpuslog.h"
 #include "enginelogcase.h"
 
 #include "headroom/core/enginelog/calibration.h"
@@ -38,14 +39,10 @@ struct Calibrated {
     LogComparison comparison;
 };
 
+/// The verbatim lines of corpus case @p id (corpuslog.h).
 std::string logText(const std::string& id)
 {
-    std::ifstream in(fs::path(HEADROOM_ENGINE_LOGS_DIR) / (id + ".json"));
-    const nlohmann::json j = nlohmann::json::parse(in);
-    std::string text;
-    for (const auto& l : j.at("log"))
-        text += l.get<std::string>() + "\n";
-    return text;
+    return corpusLogText(id);
 }
 
 Calibrated calibrate(const EngineLogCase& c, const ProfileSet& profiles)
@@ -83,22 +80,34 @@ bool printsOnlyWeights(const EngineLogCase& c)
                        [](const PrintedFigure& f) { return f.name == "model_loading_bytes"; });
 }
 
+/// The profiles and the corpus cases the tests read.
+struct Corpus {
+    ProfileSet profiles;
+    std::vector<EngineLogCase> cases;
+};
+
+Corpus loadCorpus()
+{
+    auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
+    REQUIRE(cases);
+    return {std::move(*profiles), std::move(*cases)};
+}
+
 } // namespace
 
 TEST_CASE("calibrated on its own log, the plan reproduces the log's KV figure exactly", "[calibration]")
 {
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
+    const Corpus corpus = loadCorpus();
     int exact = 0;
-    for (const EngineLogCase& c : *cases) {
+    for (const EngineLogCase& c : corpus.cases) {
         if (c.engine == "llama.cpp" || c.engine == "ollama")
             continue; // KV sized from n_ctx, not from a budget: compared below, not fitted
         if (printsOnlyWeights(c))
             continue;
         INFO(c.id);
-        const Calibrated k = calibrate(c, *profiles);
+        const Calibrated k = calibrate(c, corpus.profiles);
         REQUIRE(k.comparison.kvFigure);
         const KvFigureComparison& f = *k.comparison.kvFigure;
         INFO(f.name << " printed " << f.printed << " predicted " << f.predicted << " calibrated " << f.calibrated);
@@ -118,10 +127,7 @@ TEST_CASE("calibrated on its own log, the plan reproduces the log's KV figure ex
 
 TEST_CASE("a calibration from one max-model-len predicts the others (same card, same micro-batch)", "[calibration]")
 {
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
+    const Corpus corpus = loadCorpus();
     // vLLM profiles one forward pass of max_num_batched_tokens (8192 in every run of this sweep),
     // whatever max-model-len is (v1/worker/gpu_worker.py determine_available_memory): the pool
     // does not depend on max-model-len, so the ctx2048 calibration must give every other run's
@@ -129,11 +135,11 @@ TEST_CASE("a calibration from one max-model-len predicts the others (same card, 
     // blocks fewer than its four siblings (run-to-run noise of the profiled peak, 0.003 %): the
     // tolerance is 2 blocks (32 tokens) there.
     for (const auto& [family, tolerance] : std::vector<std::pair<std::string, std::uint64_t>>{{"llama-3.1-8b", 0}, {"qwen2.5-7b", 32}}) {
-        const Calibrated base = calibrate(caseNamed(*cases, "vllm-0.19-" + family + "-h100-ctx2048"), *profiles);
+        const Calibrated base = calibrate(caseNamed(corpus.cases, "vllm-0.19-" + family + "-h100-ctx2048"), corpus.profiles);
         for (const char* ctx : {"4096", "8192", "16384", "32768"}) {
-            const EngineLogCase& other = caseNamed(*cases, "vllm-0.19-" + family + "-h100-ctx" + std::string(ctx));
+            const EngineLogCase& other = caseNamed(corpus.cases, "vllm-0.19-" + family + "-h100-ctx" + std::string(ctx));
             INFO(other.id);
-            auto request = planRequestFor(other, *profiles);
+            auto request = planRequestFor(other, corpus.profiles);
             REQUIRE(request);
             auto plan = makeCalibratedPlan(*request, base.comparison.calibration);
             REQUIRE(plan);
@@ -158,11 +164,8 @@ TEST_CASE("a calibration from one max-model-len predicts the others (same card, 
 
 TEST_CASE("calibrated answers for other settings on the same card", "[calibration]")
 {
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
-    const Calibrated k = calibrate(caseNamed(*cases, "vllm-0.19-llama-3.1-8b-h100-ctx8192"), *profiles);
+    const Corpus corpus = loadCorpus();
+    const Calibrated k = calibrate(caseNamed(corpus.cases, "vllm-0.19-llama-3.1-8b-h100-ctx8192"), corpus.profiles);
     const LogCalibration& cal = k.comparison.calibration;
     // The pool: 476,016 tokens = 29,751 blocks of 16 at 128 KiB per token (Llama-3.1-8B, bf16 KV).
     REQUIRE(k.comparison.calibrated.kvBlocks == 29'751);
@@ -236,11 +239,8 @@ TEST_CASE("calibrated answers for other settings on the same card", "[calibratio
 
 TEST_CASE("llama.cpp and Ollama logs: KV and compute buffers compared per component", "[calibration]")
 {
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
-    const Calibrated k = calibrate(caseNamed(*cases, "ollama-0.5-llama-3.2-3b-80gb-parallel4"), *profiles);
+    const Corpus corpus = loadCorpus();
+    const Calibrated k = calibrate(caseNamed(corpus.cases, "ollama-0.5-llama-3.2-3b-80gb-parallel4"), corpus.profiles);
     CHECK_FALSE(k.comparison.kvFigure);
     const ComponentComparison* kv = nullptr;
     for (const auto& c : k.comparison.components)
@@ -279,17 +279,14 @@ TEST_CASE("llama.cpp and Ollama corpus logs: the plan for the log's own context 
     // own settings must print the same buffer to the log's rounding (per device printed), except
     // where the corpus marks kv_buffer_mib as a known miss, naming the term that causes it. A case
     // with a layer split prints its KV in device and host parts, which the corpus harness compares.
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
+    const Corpus corpus = loadCorpus();
     int exact = 0;
     int misses = 0;
-    for (const EngineLogCase& c : *cases) {
+    for (const EngineLogCase& c : corpus.cases) {
         if (c.engine != "llama.cpp" && c.engine != "ollama")
             continue;
         INFO(c.id);
-        const Calibrated k = calibrate(c, *profiles);
+        const Calibrated k = calibrate(c, corpus.profiles);
         const ComponentComparison* kv = nullptr;
         for (const ComponentComparison& cc : k.comparison.components)
             if (cc.component == "kv_buffer")
@@ -373,20 +370,17 @@ TEST_CASE("every corpus log: log -> calibration -> plan for the log's own settin
     // tokens, tokens in paged KV cache, KV blocks) must give it back exactly. llama.cpp and Ollama
     // size their KV from n_ctx, not from a budget: nothing is fitted there (the KV buffer is
     // compared by the test above), and the calibration must keep their measured compute buffer.
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
+    const Corpus corpus = loadCorpus();
     int exact = 0, ggml = 0;
-    for (const EngineLogCase& c : *cases) {
+    for (const EngineLogCase& c : corpus.cases) {
         INFO(c.id);
         const std::string text = logText(c.id);
         auto log = parseEngineLog(text);
         REQUIRE(log);
         CHECK(log->engine == c.engine);
-        auto caseRequest = planRequestFor(c, *profiles);
+        auto caseRequest = planRequestFor(c, corpus.profiles);
         REQUIRE(caseRequest);
-        auto report = analyzeEngineLog(text, c.id + ".log", optionsFor(c, *caseRequest, *log), *profiles);
+        auto report = analyzeEngineLog(text, c.id + ".log", optionsFor(c, *caseRequest, *log), corpus.profiles);
         INFO((report ? std::string() : report.error().message));
         REQUIRE(report);
         auto back = calibrationFromJson(calibrationToJson(report->comparison.calibration), "cal.json");
@@ -633,18 +627,15 @@ TEST_CASE("Ollama's runner --ctx-size is the total over its slots: per sequence 
     // llm/server.go NewLlamaServer "--ctx-size"): issue 8098's "--ctx-size 8192 ... --parallel 4" is
     // 4 sequences of 2,048 tokens, and memory.required.kv="896.0 MiB" is 8,192 cells x 112 KiB
     // (Llama-3.2-3B: 28 layers x 8 KV heads x 128 x 2 x 2 B), not 4 x 8,192 cells (3.50 GiB).
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
-    const EngineLogCase& c = caseNamed(*cases, "ollama-0.5-llama-3.2-3b-80gb-parallel4");
-    auto caseRequest = planRequestFor(c, *profiles);
+    const Corpus corpus = loadCorpus();
+    const EngineLogCase& c = caseNamed(corpus.cases, "ollama-0.5-llama-3.2-3b-80gb-parallel4");
+    auto caseRequest = planRequestFor(c, corpus.profiles);
     REQUIRE(caseRequest);
     LogReportOptions o;
     o.modelProfile = caseRequest->model; // -m and -c, as a user gives them: nothing else
     o.weights = c.weights;
     o.cardProfile = caseRequest->card;   // the log prints memory.available only
-    auto report = analyzeEngineLog(logText(c.id), "ollama.log", o, *profiles);
+    auto report = analyzeEngineLog(logText(c.id), "ollama.log", o, corpus.profiles);
     INFO((report ? std::string() : report.error().message));
     REQUIRE(report);
     CHECK(report->comparison.predicted.contextTokens == 2048);
@@ -662,7 +653,7 @@ TEST_CASE("Ollama's runner --ctx-size is the total over its slots: per sequence 
     // Read as 8,192 per sequence (num_ctx=8192 given), the plan's KV is 4 x the log's: a misread,
     // which --save refuses to keep.
     o.settings.push_back({"num_ctx", "8192"});
-    auto misread = analyzeEngineLog(logText(c.id), "ollama.log", o, *profiles);
+    auto misread = analyzeEngineLog(logText(c.id), "ollama.log", o, corpus.profiles);
     REQUIRE(misread);
     REQUIRE(kv);
     INFO(misread->comparison.saveRefusal);
@@ -774,11 +765,8 @@ TEST_CASE("the pool that holds U users of C tokens counts a sliding window once 
     // takes 2,048 pages of the full group and ceil((1,024 - 1 + 8,192) / 16) + 1 = 577 of each
     // sliding group (kv_cache_interface.py max_memory_usage_bytes): 4,933 MiB, not the 12 GiB of
     // 48 full layers.
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
-    const Calibrated k = calibrate(caseNamed(*cases, "vllm-0.19-gemma-3-12b-h100"), *profiles);
+    const Corpus corpus = loadCorpus();
+    const Calibrated k = calibrate(caseNamed(corpus.cases, "vllm-0.19-gemma-3-12b-h100"), corpus.profiles);
     REQUIRE(k.comparison.kvFigure);
     CHECK(k.comparison.kvFigure->calibrated == 130304);
     auto s8 = settingForUsers(k.request, k.comparison.calibration, 8, 32768);
@@ -799,19 +787,16 @@ TEST_CASE("a context given in the engine's own spelling is the log's context (TG
 {
     // TGI 2.0 on an A10G (the log prints no max-total-tokens): `--set MAX_TOTAL_TOKENS=8192`, the
     // launcher's environment spelling, gives the context the what-fits starts from.
-    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles);
-    const auto cases = loadEngineLogCases(HEADROOM_ENGINE_LOGS_DIR);
-    REQUIRE(cases);
-    const EngineLogCase& c = caseNamed(*cases, "tgi-2.0-mistral-7b-v0.3-a10g");
-    auto caseRequest = planRequestFor(c, *profiles);
+    const Corpus corpus = loadCorpus();
+    const EngineLogCase& c = caseNamed(corpus.cases, "tgi-2.0-mistral-7b-v0.3-a10g");
+    auto caseRequest = planRequestFor(c, corpus.profiles);
     REQUIRE(caseRequest);
     LogReportOptions o;
     o.modelProfile = caseRequest->model;
     o.cardProfile = caseRequest->card;
     o.engineVersion = c.engineVersion;
     o.settings = {{"MAX_TOTAL_TOKENS", "8192"}, {"MAX_INPUT_LENGTH", "8191"}, {"MAX_BATCH_PREFILL_TOKENS", "8191"}};
-    auto report = analyzeEngineLog(logText(c.id), "tgi.log", o, *profiles);
+    auto report = analyzeEngineLog(logText(c.id), "tgi.log", o, corpus.profiles);
     INFO((report ? std::string() : report.error().message));
     REQUIRE(report);
     REQUIRE_FALSE(report->whatFits.lines.empty());

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -197,6 +198,22 @@ TEST_CASE("a repo id resolves through the hub cache at a branch, a commit or a p
     CHECK(atRevision->exactWeights->totalBytes.value == 13'476'839'424ull);
 }
 
+namespace {
+
+/// stories260K planned with the stand-in projector: its tensors and the projector's 1,026,144
+/// bytes as type "mmproj", and a warning that says @p said.
+void checkProjectorCounted(const tl::expected<ModelProfile, std::string>& model, const std::string& said)
+{
+    REQUIRE(model.has_value());
+    REQUIRE(model->exactWeights);
+    CHECK(model->exactWeights->totalBytes.value == 1'171'200 + 1'026'144);
+    CHECK(model->exactWeights->bytesByType.at("mmproj").value == 1'026'144);
+    CHECK(std::any_of(model->warnings.begin(), model->warnings.end(),
+                      [&](const std::string& w) { return w.find(said) != std::string::npos; }));
+}
+
+} // namespace
+
 TEST_CASE("Ollama manifests name the GGUF blob and the projector", "[stores][ollama]")
 {
     REQUIRE_STORE_FIXTURES();
@@ -326,15 +343,8 @@ TEST_CASE("a GGUF model planned by path counts the mmproj projector beside it", 
     home.addLmStudioModel();
     const fs::path repo = home.lmStudio() / "ggml-org" / "stories260K-GGUF";
     auto model = resolveModel((repo / "stories260K.gguf").string(), ProfileSet{});
-    REQUIRE(model.has_value());
-    REQUIRE(model->exactWeights);
     // The model's tensor table plus the projector's (llama.cpp --mmproj loads both).
-    CHECK(model->exactWeights->totalBytes.value == 1'171'200 + 1'026'144);
-    CHECK(model->exactWeights->bytesByType.at("mmproj").value == 1'026'144);
-    bool said = false;
-    for (const std::string& w : model->warnings)
-        said = said || w.find("mmproj-stories260K-f16.gguf") != std::string::npos;
-    CHECK(said);
+    checkProjectorCounted(model, "mmproj-stories260K-f16.gguf");
     // The projector planned by itself is not paired with itself.
     CHECK(projectorBeside(repo / "mmproj-stories260K-f16.gguf").empty());
     // Without a projector in the folder the weights are the file's own.
