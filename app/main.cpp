@@ -11,6 +11,7 @@
 #include "headroom/core/remote/remotemodel.h"
 #include "headroom/remote/curlhttpclient.h"
 
+#include <cstdlib>
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
@@ -126,7 +127,12 @@ int main(int argc, char** argv)
     const std::filesystem::path exe = QCoreApplication::applicationFilePath().toStdString();
     const std::filesystem::path builtin = parser.isSet(profiles) ? std::filesystem::path(parser.value(profiles).toStdString())
                                                                  : headroom::defaultProfilesDir(exe);
-    const std::filesystem::path userProfiles = shooting ? std::filesystem::path() : headroom::defaultUserProfilesDir();
+    // A screenshot reads no user folder unless one is named for it (HEADROOM_USER_PROFILES: the Log
+    // panel's shot shows its Save button as a user sees it, on an empty folder).
+    const char* namedUserProfiles = std::getenv("HEADROOM_USER_PROFILES");
+    const std::filesystem::path userProfiles = !shooting ? headroom::defaultUserProfilesDir()
+        : namedUserProfiles && *namedUserProfiles     ? std::filesystem::path(namedUserProfiles)
+                                                       : std::filesystem::path();
     auto loaded = headroom::loadProfiles(builtin, userProfiles);
     if (!loaded) {
         const QString message = QString::fromStdString("Cannot load profiles: " + headroom::toString(loaded.error()));

@@ -37,6 +37,6 @@ for size in 1280x800 1920x1080; do
     for tab in bill engines probes; do
       shot "$tab-$size-$palette.png" --size "$size" --"$palette" --tab "$tab"
     done
-    HOME=$logdir HF_HUB_OFFLINE=1 shot "log-$size-$palette.png" --size "$size" --"$palette" --log "$log"
+    HOME=$logdir HF_HUB_OFFLINE=1 HEADROOM_USER_PROFILES=$logdir/profiles shot "log-$size-$palette.png" --size "$size" --"$palette" --log "$log"
   done
 done
