@@ -102,6 +102,23 @@ TEST_CASE("the Log panel prints core's comparison and calibrated what-fits, as h
     for (const std::string& line : core->whatFits.lines)
         CHECK(shown.contains(QString::fromStdString(line)));
     CHECK(core->whatFits.lines[0].starts_with("at context 32,768 and 16 users: 29,751 blocks (476,016 tokens), room for 14 users"));
+    CHECK(shown.contains(QStringLiteral("Calibrated what fits on this card")));
+
+    // The same log without its KV lines calibrates nothing: the heading says so, as core's does.
+    std::string noKv;
+    for (std::size_t at = 0; at < text.size();) {
+        const std::size_t nl = text.find('\n', at);
+        const std::string line = text.substr(at, nl - at + 1);
+        if (line.find("KV cache") == std::string::npos && line.find("concurrency") == std::string::npos)
+            noKv += line;
+        at = nl + 1;
+    }
+    REQUIRE(analyzedAfter(panel, [&] { panel.setLogText(QString::fromStdString(noKv), QStringLiteral("nokv.log")); }));
+    REQUIRE(panel.report());
+    CHECK_FALSE(panel.report()->comparison.saveRefusal.empty());
+    CHECK(panel.reportText().contains(QStringLiteral("What fits on this card (not calibrated: the plan's own estimates)")));
+    CHECK_FALSE(panel.reportText().contains(QStringLiteral("Calibrated what fits")));
+    REQUIRE(analyzedAfter(panel, [&] { panel.setLogText(QString::fromStdString(text), QString::fromLatin1(kCase) + QStringLiteral(".log")); }));
 
     // headroom-cli log prints the same sentences.
     const fs::path logFile = fs::path(HEADROOM_BINARY_DIR) / "tst_logpanel-vllm.log";
@@ -162,7 +179,7 @@ TEST_CASE("local models reach the model picker, named by their store, the path i
     o.useSettings = false;
     o.detectGpus = false;
     o.scanLocalStores = true;
-    o.probeBackend = std::make_shared<test::FakeProbeBackend>();
+    o.probeBackend = std::make_shared<headroom::app::test::FakeProbeBackend>();
     MainWindow w(catalog(), o);
     QComboBox* combo = w.modelCombo();
     for (int i = 0; i < 100 && combo->findText(QStringLiteral("stories:260k")) < 0; ++i)
@@ -193,7 +210,7 @@ TEST_CASE("a log dropped on the window opens the Log panel on it; a model file i
     MainWindow::Options o;
     o.useSettings = false;
     o.detectGpus = false;
-    o.probeBackend = std::make_shared<test::FakeProbeBackend>();
+    o.probeBackend = std::make_shared<headroom::app::test::FakeProbeBackend>();
     MainWindow w(catalog(), o);
     const fs::path logFile = fs::path(HEADROOM_BINARY_DIR) / "tst_logpanel-drop.log";
     std::ofstream(logFile, std::ios::binary) << corpusLogText(kCase);
