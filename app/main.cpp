@@ -5,7 +5,9 @@
 #include "probebackend.h"
 #include "theme.h"
 
+#include "headroom/core/enginelog/calibration.h"
 #include "headroom/core/profiles.h"
+#include "headroom/core/safetext.h"
 #include "headroom/core/version.h"
 
 #include "headroom/core/remote/remotemodel.h"
@@ -142,7 +144,11 @@ int main(int argc, char** argv)
         return 1;
     }
     for (const headroom::ProfileError& skipped : loaded->warnings)
-        std::fprintf(stderr, "headroom: warning: skipped user profile %s\n", headroom::toString(skipped).c_str());
+        std::fprintf(stderr, "headroom: warning: skipped user profile %s\n", headroom::safeText(headroom::toString(skipped)).c_str());
+    // A bad file among the calibrations `log --save` and the Log panel save is named once here;
+    // every plan skips it and uses the others (calibration.h readCalibrationFolder).
+    for (const std::string& w : headroom::readCalibrationFolder(userProfiles).warnings)
+        std::fprintf(stderr, "headroom: warning: %s\n", w.c_str());
 
     headroom::app::MainWindow::Options options;
     options.useSettings = useSettings;

@@ -664,8 +664,6 @@ TEST_CASE("hostile 4: bad files in the calibrations folder are skipped with a wa
     ScratchDir user("hostile-calibrations");
     const fs::path dir = user.path() / "calibrations";
     fs::create_directories(dir);
-    auto profiles = loadProfiles(sourcePath("profiles"));
-    REQUIRE(profiles);
     PlanRequest request = profileRequest("llama-3.1-8b", "int4-g128", "rtx-4090", "vllm", 4, 8192);
     LogCalibration good;
     good.cardId = "rtx-4090";
