@@ -273,9 +273,14 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
                       "then extra blocks on top of it (doubling, then bisection) until one does not fit; one decode step "
                       "over the whole pool at the limit; each frontier point: its blocks within the verified pool, then one "
                       "decode step over its sequences");
-    r.notes.push_back("the decode step on synthetic weights: every layer's q/k/v GEMVs, the new token's K and V written into "
-                      "the paged cache, paged attention over the whole cache, the o and MLP GEMVs, the logits GEMV (norms, "
-                      "RoPE and activations are not run)");
+    r.notes.push_back(std::string("the decode step on synthetic weights: every layer's ")
+                      + (arch.mla.cachesLatent() ? "MLA projections (absorbed: the new latent written into the paged latent cache, "
+                                                   "H queries attending over it, as llama.cpp's MLA cache runs)"
+                                                 : "q/k/v GEMVs, the new token's K and V written into the paged cache, paged "
+                                                   "attention over the whole cache, the o GEMV")
+                      + (arch.moe.enabled() ? ", the router GEMV, top-k experts a token and their MLPs, the shared experts"
+                                            : ", the MLP GEMVs")
+                      + ", the logits GEMV (norms, RoPE and activation functions are not run)");
     r.notes.push_back("frontier points with more than 64 users run attention for every sequence (micro-batches of 64) and "
                       "the GEMVs once at batch 64");
     if (spec.kind == DeviceKind::Cuda)

@@ -53,18 +53,24 @@ std::string decodeUnsupportedReason(const ModelInputs& inputs)
     if (!inputs.model.architecture)
         return "the model has no architecture (only a parameter count)";
     const Architecture& a = *inputs.model.architecture;
-    if (a.moe.enabled())
-        return "mixture-of-experts layers have no decode kernels here";
-    if (a.mla.enabled())
-        return "MLA (latent KV) has no decode attention kernel here";
+    for (std::uint32_t i = 0; i < a.layers; ++i)
+        if (a.hybrid.isRecurrent(i))
+            return std::string("layer ") + std::to_string(i) + " is a " + mixerKindName(a.hybrid.mixerOf(i))
+                + " layer: recurrent mixers have no decode kernels here (attention, MLA and MLP-only layers run)";
+    if (a.hybrid.attentionOutputGate)
+        return "gated attention outputs (a q_proj of twice the query width, Qwen3-Next) are not run by the decode step";
+    if (a.moe.enabled() && (a.moe.expertsPerToken == 0 || a.moe.expertsPerToken > a.moe.expertCount))
+        return "the MoE layers route " + std::to_string(a.moe.expertsPerToken) + " of " + std::to_string(a.moe.expertCount)
+            + " experts a token";
+    if (a.mla.enabled() && !a.mla.cachesLatent())
+        return "MLA with the full per-head K/V cache (DeepSeek GGUF files from before llama.cpp PR 12801) is not run by "
+               "the decode step, which reads the latent cache";
     if (a.sliding.enabled())
         return "sliding-window layers are not modelled by the probe's paged pool";
     if (!a.kvHeadsPerLayer.empty())
         return "per-layer KV head counts are not supported by the decode step";
-    if (a.valueDim() != a.headDim)
+    if (!a.mla.enabled() && a.valueDim() != a.headDim)
         return "value head dim differs from key head dim";
-    if (a.mlp != MlpKind::Gated)
-        return "the decode step runs llama-style gated MLPs (q/k/v/o, gate/up/down projections)";
     if (inputs.kvDtype.blockElements != 1 || inputs.kvDtype.blockBytes != 2)
         return "KV dtype " + inputs.kvDtype.id + ": the decode attention kernels read fp16/bf16 caches";
     if (!detail::kernelLayout(inputs.format, TensorRole::MlpMatrix))
@@ -83,6 +89,19 @@ std::string decodeUnsupportedReason(const ModelInputs& inputs)
             return "tensor " + t.name + ": " + std::to_string(t.cols) + " columns are not whole " + inputs.format.id
                 + " blocks of " + std::to_string(formats::ggmlBlockWeights(layout->type))
                 + " (ggml requires them; llama-quantize would pick another type for it)";
+        // MLA absorbed: kv_b_proj runs as per-head k_b [kv_lora_rank, qk_nope] and v_b [v_head,
+        // kv_lora_rank] (llama.cpp's attn_k_b / attn_v_b), which must hold the tensor's own bytes.
+        if (a.mla.cachesLatent() && t.name.ends_with("self_attn.kv_b_proj.weight")) {
+            const MlaConfig& m = a.mla;
+            const std::uint64_t block = formats::ggmlBlockWeights(layout->type);
+            const std::uint64_t split = (formats::matrixStorageBytes(*layout, m.kvLoraRank, m.qkNopeHeadDim)
+                                         + formats::matrixStorageBytes(*layout, m.vHeadDim, m.kvLoraRank))
+                * a.attentionHeads;
+            if (m.qkNopeHeadDim % block != 0 || m.kvLoraRank % block != 0 || split != tensorBytes(t, inputs.format).value)
+                return "tensor " + t.name + " in " + inputs.format.id
+                    + " cannot be cut into per-head k_b / v_b matrices of its own bytes (the absorbed MLA decode needs"
+                      " a block or group format whose blocks divide qk_nope_head_dim and kv_lora_rank)";
+        }
     }
     return {};
 }

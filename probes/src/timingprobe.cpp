@@ -116,7 +116,7 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
     // every timed run (Triton do_bench zeroes 256 MB; FlashInfer rotates >= 5x L2).
     const std::uint64_t flushBytes = 5 * device.cacheBytes().value;
     DeviceBuffer flush;
-    if (flushBytes > 0 && model.stepWeightBytes() < flushBytes) {
+    if (flushBytes > 0 && model.stepTokenWeightBytes() < flushBytes) {
         auto f = DeviceBuffer::make(device, Bytes{flushBytes}, "cache flush buffer");
         if (f) {
             flush = std::move(*f);
@@ -125,16 +125,24 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
             r.notes.push_back("cache flush buffer does not fit: timings may be warm (" + f.error().message + ")");
         }
     } else {
-        r.notes.push_back("cold cache by construction: each step streams " + detail::bytesText(model.stepWeightBytes())
+        r.notes.push_back("cold cache by construction: each step streams " + detail::bytesText(model.stepTokenWeightBytes())
                           + " of weights, >= 5x the " + detail::bytesText(device.cacheBytes().value) + " cache");
     }
 
     SpeedInputs speed;
     speed.weightsBytes = Bytes{model.stepWeightBytes()};
+    // MoE: the routed experts are read in proportion to the experts a batch touches (routeTopK
+    // draws them as the speed model's expertsTouchedFraction assumes).
+    speed.expertBytes = Bytes{model.stepExpertBytes()};
+    speed.expertCount = arch.moe.expertCount;
+    speed.expertsPerToken = arch.moe.expertsPerToken;
     speed.activeParameters = model.stepWeightParameters();
     speed.kvBytesPerToken = layout.bytesPerToken();
     speed.layers = arch.layers;
-    speed.attentionWidth = std::uint64_t{arch.attentionHeads} * arch.headDim;
+    // Absorbed MLA attends with H queries of kv_lora_rank + qk_rope over the latent.
+    speed.attentionWidth = arch.mla.cachesLatent()
+        ? std::uint64_t{arch.attentionHeads} * (std::uint64_t{arch.mla.kvLoraRank} + arch.mla.qkRopeHeadDim)
+        : std::uint64_t{arch.attentionHeads} * arch.headDim;
 
     // Calibration (core/speed/calibration.h): the decode bandwidth from the batch-1 decode point
     // with the fewest cached tokens, the compute peak from the longest prefill.
@@ -254,6 +262,8 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
     }
     r.set("weights_bytes", weights);
     r.set("step_weight_bytes", model.stepWeightBytes());
+    r.set("step_expert_bytes", model.stepExpertBytes());
+    r.set("step_token_weight_bytes", model.stepTokenWeightBytes());
     r.set("calibrated_bandwidth_gbps", calBandwidth);
     r.set("calibrated_peak_tflops", calPeak);
     if (options.bandwidthGBps > 0) {

@@ -9,12 +9,18 @@
 #include "headroom/core/importers/ggufreader.h"
 #include "headroom/core/kvcache.h"
 #include "headroom/core/profiles.h"
+#include "headroom/core/parameters.h"
+#include "headroom/core/speed/roofline.h"
+#include "headroom/probes/moerouting.h"
 #include "headroom/probes/probes.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <numeric>
+#include <random>
 #include <thread>
 
 using namespace headroom;
@@ -682,4 +688,227 @@ TEST_CASE("hostile 9: an architecture out of range is refused by the probes befo
         CHECK(result["pass"] == false);
         CHECK_THAT(result.dump(), Catch::Contains("work order: ") && Catch::Contains(c.problem));
     }
+}
+
+namespace {
+
+/// A Qwen3-MoE-shaped tiny model (modeling_qwen3_moe.py: every layer MoE, no shared expert,
+/// q/k norms; Qwen3-30B-A3B has 128 experts, 8 a token, 4 KV heads of 128 for 32 heads): 8
+/// heads on 2 KV heads (GQA 4), 16 experts of 96, 4 a token.
+ModelInputs tinyQwen3Moe(const std::string& format = "q4_0")
+{
+    ModelInputs in = tiny();
+    Architecture& a = *in.model.architecture;
+    a.family = "qwen3_moe";
+    a.attentionHeads = 8;
+    a.kvHeads = 2;
+    a.headDim = 32;
+    a.qkNorm = true;
+    a.moe.expertCount = 16;
+    a.moe.expertsPerToken = 4;
+    a.moe.expertFfnSize = 96;
+    in.model.id = in.model.name = "tiny-qwen3-moe";
+    in.format = *findFormat(format);
+    return in;
+}
+
+/// A DeepSeek-V2-Lite-shaped tiny model (modeling_deepseek.py; V2-Lite: 27 layers, 16 heads,
+/// q_lora_rank null, kv_lora_rank 512, qk_nope 128, qk_rope 64, v_head 128, 64 routed experts of
+/// 1408, 6 a token, 2 shared, first_k_dense_replace 1): 3 layers, the first dense.
+ModelInputs tinyDeepseekV2Lite(const std::string& format = "q8_0", std::uint32_t qLoraRank = 0)
+{
+    ModelInputs in = tiny();
+    Architecture& a = *in.model.architecture;
+    a.family = "deepseek2";
+    a.layers = 3;
+    a.attentionHeads = 4;
+    a.kvHeads = 4;
+    a.headDim = 96; // qk_nope + qk_rope
+    a.valueHeadDim = 64;
+    a.mla.kvLoraRank = 128;
+    a.mla.qkNopeHeadDim = 64;
+    a.mla.qkRopeHeadDim = 32;
+    a.mla.vHeadDim = 64;
+    a.mla.qLoraRank = qLoraRank;
+    a.moe.expertCount = 8;
+    a.moe.expertsPerToken = 3;
+    a.moe.sharedExperts = 2;
+    a.moe.expertFfnSize = 64;
+    a.moe.denseFirstLayers = 1;
+    in.model.id = in.model.name = "tiny-deepseek-v2-lite";
+    in.format = *findFormat(format);
+    return in;
+}
+
+/// The bytes a decode step reads from matrices, from the tensor list: every matrix and router but
+/// the token and position embeddings (read once a token, lookups) unless tied; of which routed experts.
+std::pair<std::uint64_t, std::uint64_t> matrixBytes(const ModelInputs& in)
+{
+    std::uint64_t all = 0, experts = 0;
+    const Architecture& a = *in.model.architecture;
+    for (const TensorSpec& t : listTensors(a)) {
+        if ((!t.isMatrix() && t.role != TensorRole::Router) || t.role == TensorRole::PositionEmbedding
+            || (t.role == TensorRole::TokenEmbedding && !a.tiedEmbeddings))
+            continue;
+        const std::uint64_t b = tensorBytes(t, in.format).value;
+        all += b;
+        if (t.name.find("mlp.experts.") != std::string::npos)
+            experts += b;
+    }
+    return {all, experts};
+}
+
+TimingProbeOptions smallTiming()
+{
+    TimingProbeOptions o;
+    o.batches = {1, 4, 16};
+    o.contexts = {16, 128};
+    o.prompts = {16, 64};
+    o.warmup = 1;
+    o.reps = 2;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("MoE routing: the top-k of the logits, k distinct experts, ties spread as the speed model assumes", "[probes][moe]")
+{
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist;
+    // {tokens, experts, k}: odd sizes, Mixtral (8, 2), Qwen3-MoE (128, 8), DeepSeek-V2-Lite (64, 6).
+    const std::uint32_t shapes[][3] = {{13, 7, 3}, {1, 8, 2}, {64, 128, 8}, {17, 64, 6}, {5, 5, 5}};
+    for (const auto& sh : shapes) {
+        const std::uint32_t tokens = sh[0], experts = sh[1], k = sh[2];
+        INFO(tokens << " tokens, " << experts << " experts, top " << k);
+        std::vector<float> logits(std::size_t{tokens} * experts);
+        for (float& v : logits)
+            v = dist(rng);
+        const std::vector<std::uint32_t> picks = routeTopK(logits.data(), tokens, experts, k, 3);
+        REQUIRE(picks.size() == std::size_t{tokens} * k);
+        for (std::uint32_t t = 0; t < tokens; ++t) {
+            // Reference: sort the token's experts by logit (distinct with probability 1).
+            std::vector<std::uint32_t> order(experts);
+            std::iota(order.begin(), order.end(), 0u);
+            std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+                return logits[std::size_t{t} * experts + a] > logits[std::size_t{t} * experts + b];
+            });
+            for (std::uint32_t j = 0; j < k; ++j)
+                CHECK(picks[std::size_t{t} * k + j] == order[j]);
+        }
+    }
+    // Equal logits (the synthetic weights'): k distinct experts a token, and a batch of B touches
+    // E (1 - (1 - k/E)^B) experts on average (expertsTouchedFraction).
+    for (const auto& [experts, k, batch] : {std::tuple{64u, 6u, 4u}, std::tuple{128u, 8u, 16u}, std::tuple{8u, 2u, 3u}}) {
+        INFO(experts << " experts, top " << k << ", batch " << batch);
+        const std::vector<float> flat(std::size_t{batch} * experts, 0.25f);
+        double touched = 0;
+        const int trials = 400;
+        for (int seed = 0; seed < trials; ++seed) {
+            const std::vector<std::uint32_t> picks = routeTopK(flat.data(), batch, experts, k, static_cast<std::uint64_t>(seed));
+            REQUIRE(picks.size() == std::size_t{batch} * k);
+            std::vector<bool> seen(experts);
+            for (std::uint32_t t = 0; t < batch; ++t) {
+                std::vector<bool> mine(experts);
+                for (std::uint32_t j = 0; j < k; ++j) {
+                    const std::uint32_t e = picks[std::size_t{t} * k + j];
+                    REQUIRE(e < experts);
+                    CHECK_FALSE(mine[e]);
+                    mine[e] = seen[e] = true;
+                }
+            }
+            touched += static_cast<double>(std::count(seen.begin(), seen.end(), true));
+        }
+        const double expected = experts * expertsTouchedFraction(experts, k, batch);
+        CHECK(touched / trials == Approx(expected).epsilon(0.03));
+    }
+    // NaN logits sort last; refused shapes give nothing.
+    const float withNan[4] = {std::nanf(""), 1.0f, 3.0f, 2.0f};
+    CHECK(routeTopK(withNan, 1, 4, 3, 0) == std::vector<std::uint32_t>{2, 3, 1});
+    CHECK(routeTopK(withNan, 1, 4, 5, 0).empty());
+    CHECK(routeTopK(withNan, 1, 4, 0, 0).empty());
+}
+
+TEST_CASE("the decode step runs MoE, MLA, plain-MLP and MLP-only models in limit and timing", "[probes][moe][mla]")
+{
+    ModelInputs plain = tiny();
+    plain.model.architecture->family = "gpt2";
+    plain.model.architecture->mlp = MlpKind::Plain;
+    plain.model.architecture->norm = NormKind::LayerNorm;
+    plain.model.architecture->qkvBias = plain.model.architecture->mlpBias = true;
+    plain.model.architecture->positionEmbeddingRows = 1024;
+    plain.format = *findFormat("fp16");
+    ModelInputs mlpOnly = tiny(); // Nemotron-H's "*-*" blocks: attention alone, MLP alone, attention alone
+    mlpOnly.model.architecture->layers = 3;
+    mlpOnly.model.architecture->hybrid.layerMixers = {MixerKind::Attention, MixerKind::MlpOnly, MixerKind::Attention};
+    mlpOnly.model.architecture->hybrid.blockIsMixerOrMlp = true;
+    ModelInputs qwenShared = tinyQwen3Moe("q8_0"); // Qwen2-MoE: a shared expert of its own width behind a sigmoid gate
+    qwenShared.model.architecture->moe.sharedExpertFfnSize = 160;
+    const std::pair<const char*, ModelInputs> models[] = {
+        {"qwen3-moe q4_0", tinyQwen3Moe()},
+        {"qwen2-moe shared expert q8_0", qwenShared},
+        {"deepseek-v2-lite q8_0", tinyDeepseekV2Lite()},
+        {"deepseek-v3 q_lora q4_0", tinyDeepseekV2Lite("q4_0", 96)},
+        {"gpt2-style plain MLP fp16", plain},
+        {"MLP-only layers int4-g128", mlpOnly},
+    };
+    for (const auto& [what, in] : models) {
+        INFO(what);
+        REQUIRE(validateArchitecture(*in.model.architecture).empty());
+        REQUIRE(decodeUnsupportedReason(in).empty());
+
+        auto d = cpu(Bytes{256ull << 20});
+        NullProgress progress;
+        const ProbeResult t = runTimingProbe(*d, in, smallTiming(), progress);
+        INFO(probeResultToJson(t));
+        CHECK(t.supported);
+        CHECK((t.verdict() == ProbeVerdict::Pass || t.verdict() == ProbeVerdict::Fail));
+        CHECK(t.integer("rows_judged") == 5u);
+        CHECK(t.number("calibrated_bandwidth_gbps").value_or(0) > 0);
+        // What the step reads: every matrix of the tensor list once (all experts), of which the
+        // routed experts; a batch-1 step reads k of E of them.
+        const auto [all, experts] = matrixBytes(in);
+        CHECK(t.integer("step_weight_bytes") == all);
+        CHECK(t.integer("step_expert_bytes") == experts);
+        const MoeConfig& moe = in.model.architecture->moe;
+        const std::uint64_t token = moe.enabled() ? all - experts + experts / moe.expertCount * moe.expertsPerToken : all;
+        CHECK(t.integer("step_token_weight_bytes") == token);
+        CHECK(d->allocatedBytes().value == 0);
+
+        LimitProbeOptions options;
+        options.maxFrontierPoints = 2;
+        const ProbeResult l = runLimitProbe(DeviceSpec{DeviceKind::Cpu, 0}, Bytes{128ull << 20}, in, options, progress);
+        INFO(probeResultToJson(l));
+        CHECK(l.verdict() == ProbeVerdict::Pass);
+        CHECK(l.text("step_error").value_or("") == "");
+        CHECK(l.integer("verified_tokens").value_or(0) > 10'000);
+        CHECK(l.integer("frontier_points_checked") == 2u);
+    }
+}
+
+TEST_CASE("what the decode step cannot run is 'not supported', with the reason", "[probes][moe][mla]")
+{
+    const auto reason = [](void (*spoil)(ModelInputs&)) {
+        ModelInputs in = tinyDeepseekV2Lite();
+        spoil(in);
+        return decodeUnsupportedReason(in);
+    };
+    CHECK_THAT(reason([](ModelInputs& in) { in.model.architecture->mla.fullKvCache = true; }), Catch::Contains("full per-head K/V"));
+    CHECK_THAT(reason([](ModelInputs& in) { in.format = *findFormat("int8-row"); }), Catch::Contains("k_b / v_b"));
+    CHECK_THAT(reason([](ModelInputs& in) { in.model.architecture->moe.expertsPerToken = 9; }), Catch::Contains("route 9 of 8"));
+    CHECK_THAT(reason([](ModelInputs& in) {
+                   in.model.architecture->hybrid.layerMixers = {MixerKind::Attention, MixerKind::Mamba2, MixerKind::Attention};
+                   in.model.architecture->hybrid.ssm = SsmConfig{256, 16, 4, 4, 64, 1, 0, true, false};
+               }),
+               Catch::Contains("layer 1 is a mamba2 layer"));
+    CHECK_THAT(reason([](ModelInputs& in) {
+                   in.model.architecture->sliding.windowTokens = 512;
+               }),
+               Catch::Contains("sliding-window"));
+    ModelInputs mamba = tinyDeepseekV2Lite();
+    mamba.model.architecture->mla.fullKvCache = true;
+    NullProgress progress;
+    auto d = cpu(Bytes{256ull << 20});
+    const ProbeResult t = runTimingProbe(*d, mamba, smallTiming(), progress);
+    CHECK(t.verdict() == ProbeVerdict::NotSupported);
+    CHECK_THAT(t.summary, Catch::StartsWith("not supported: MLA with the full per-head K/V cache"));
 }
