@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace headroom;
 
 namespace {
@@ -246,6 +248,51 @@ TEST_CASE("llama.cpp with mmap: CPU_Mapped spans the file from the first to the 
     o.mmap = false; // --no-mmap: a CPU buffer of the CPU tensors alone
     o.outputFirst = false;
     CHECK(llamacpp::offload(a, f, context4k(), o).hostMappedBytes == converted.host.weightsBytes);
+}
+
+TEST_CASE("llama.cpp file order: made once per tensor list and order, the same as sorting the GGUF names", "[llamacpp][offload][gguf-order]")
+{
+    const Architecture a = test::llama31_8b();
+    const WeightFormat f = *findFormat("q4_k");
+    const llamacpp::OffloadTensors sorted = llamacpp::offloadTensors(a, f, GgufTensorOrder::LayerSorted);
+    REQUIRE(sorted.fileOrder);
+    REQUIRE(sorted.fileOrder->size() == sorted.tensors.size());
+    // llama-quantize's order: layer -1 first, then by layer, then by GGUF name (token_embd.weight
+    // before output.weight before output_norm.weight; blk.0.attn_k before blk.0.attn_norm).
+    const std::vector<std::uint32_t>& order = *sorted.fileOrder;
+    CHECK(llamacpp::ggufTensorName(sorted.tensors[order.front()]) == "output.weight");
+    CHECK(llamacpp::ggufTensorName(sorted.tensors[order[1]]) == "output_norm.weight");
+    CHECK(llamacpp::ggufTensorName(sorted.tensors[order[2]]) == "token_embd.weight");
+    CHECK(llamacpp::ggufTensorName(sorted.tensors[order[3]]) == "blk.0.attn_k.weight");
+    CHECK(llamacpp::ggufTensorName(sorted.tensors[order.back()]) == "blk.31.ffn_up.weight");
+    std::vector<bool> seen(order.size(), false);
+    for (std::uint32_t i : order)
+        seen.at(i) = true;
+    CHECK(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; })); // a permutation
+
+    // The second listing of the same model reuses the order made first (no naming and sorting
+    // again); another writer's order of the same tensors is its own entry.
+    CHECK(llamacpp::offloadTensors(a, *findFormat("q8_0"), GgufTensorOrder::Unknown).fileOrder == sorted.fileOrder);
+    const llamacpp::OffloadTensors ollama = llamacpp::offloadTensors(a, f, GgufTensorOrder::OllamaSorted);
+    CHECK(ollama.fileOrder != sorted.fileOrder);
+    CHECK(llamacpp::ggufTensorName(ollama.tensors[ollama.fileOrder->back()]) == "token_embd.weight");
+    const llamacpp::OffloadTensors converted = llamacpp::offloadTensors(a, f, GgufTensorOrder::Converted);
+    for (std::size_t i = 0; i < converted.fileOrder->size(); ++i)
+        CHECK((*converted.fileOrder)[i] == i);
+    // A model of other shapes gets its own order.
+    Architecture b = a;
+    b.layers = 4;
+    CHECK(llamacpp::offloadTensors(b, f, GgufTensorOrder::LayerSorted).fileOrder->size() < order.size());
+
+    // The bill from the listed tensors is the bill offload() makes from the architecture.
+    llamacpp::OffloadSettings o;
+    o.gpuLayers = 9;
+    o.outputFirst = false;
+    o.tensorOrder = GgufTensorOrder::Converted;
+    CHECK(llamacpp::offload(converted, a, context4k(), o).hostMappedBytes
+          == llamacpp::offload(a, f, context4k(), o).hostMappedBytes);
+    CHECK(llamacpp::maxGpuLayers(sorted, a, context4k(), o, Bytes{4 * kGiB})
+          == llamacpp::maxGpuLayers(a, f, context4k(), o, Bytes{4 * kGiB}));
 }
 
 TEST_CASE("llama.cpp --tensor-split: layers by the normalised split points, the output layer on the last GPU", "[llamacpp][offload][tensor-split]")

@@ -250,13 +250,14 @@ private:
         llamacpp::ContextSettings fitted = ctx;
         if (!in.setup.contextAsked && in.request.engine.minContextTokens > 0)
             fitted.ctxSizeTokens = std::min(ctx.ctxSizeTokens, checkedMul(in.request.engine.minContextTokens, 1));
-        const llamacpp::OffloadBill full = llamacpp::offload(in.arch, in.request.format, fitted, o);
+        const llamacpp::OffloadTensors tensors = llamacpp::offloadTensors(in.arch, in.request.format, o.tensorOrder);
+        const llamacpp::OffloadBill full = llamacpp::offload(tensors, in.arch, fitted, o);
         const bool asked = s.given("n-gpu-layers") || in.request.gpuLayers.has_value();
         if (!asked && llamacpp::busiestDeviceBytes(full) <= budget && o.cpuMoeLayers == 0 && o.kvOffload && !split)
             return;
         o.gpuLayers = asked ? static_cast<std::int64_t>(*s.integer("n-gpu-layers"))
-                            : llamacpp::maxGpuLayers(in.arch, in.request.format, fitted, o, budget);
-        const llamacpp::OffloadBill bill = llamacpp::offload(in.arch, in.request.format, fitted, o);
+                            : llamacpp::maxGpuLayers(tensors, in.arch, fitted, o, budget);
+        const llamacpp::OffloadBill bill = llamacpp::offload(tensors, in.arch, fitted, o);
         if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split)
             return;
         devicesFigures(bill, b);

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 namespace headroom::llamacpp {
@@ -34,32 +37,6 @@ bool isRepacked(const TensorSpec& t, const std::string& type)
     return type == "q4_0" || type == "q4_k" || type == "iq4_nl" || type == "mxfp4";
 }
 
-// A tensor of the file in its order, and whether the CPU keeps it.
-struct FileTensor {
-    std::string key;   // sort key of the writer's order
-    Bytes bytes;
-    bool onCpu = false;
-};
-
-// The span of get_mapping_range over @p tensors ordered as @p order writes them.
-Bytes mappedSpan(std::vector<FileTensor> tensors, GgufTensorOrder order)
-{
-    if (order != GgufTensorOrder::Converted)
-        std::stable_sort(tensors.begin(), tensors.end(),
-                         [](const FileTensor& a, const FileTensor& b) { return a.key < b.key; });
-    std::size_t first = tensors.size();
-    std::size_t last = 0;
-    for (std::size_t i = 0; i < tensors.size(); ++i)
-        if (tensors[i].onCpu) {
-            first = std::min(first, i);
-            last = i;
-        }
-    Bytes out;
-    for (std::size_t i = first; i < tensors.size() && i <= last; ++i)
-        out += tensors[i].bytes;
-    return out;
-}
-
 // The sort key of a tensor in the writer's order: weight_name_comparer (llama-quantize: layer -1
 // first, then by layer, then by name) or Ollama's WriteGGUF (blocks by number, the rest last).
 std::string orderKey(const TensorSpec& t, GgufTensorOrder order)
@@ -70,6 +47,81 @@ std::string orderKey(const TensorSpec& t, GgufTensorOrder order)
     const std::int64_t rank = outside ? (order == GgufTensorOrder::OllamaSorted ? 9999999 : -1) : l;
     std::snprintf(layer, sizeof layer, "%08lld", static_cast<long long>(rank + 1));
     return std::string(layer) + ggufTensorName(t);
+}
+
+// The file order of @p tensors as @p order writes them: indices into @p tensors, stably sorted
+// by orderKey (Converted: the list's own order).
+std::vector<std::uint32_t> sortedFileOrder(const std::vector<TensorSpec>& tensors, GgufTensorOrder order)
+{
+    std::vector<std::uint32_t> out(tensors.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<std::uint32_t>(i);
+    if (order == GgufTensorOrder::Converted)
+        return out;
+    std::vector<std::string> keys;
+    keys.reserve(tensors.size());
+    for (const TensorSpec& t : tensors)
+        keys.push_back(orderKey(t, order));
+    std::stable_sort(out.begin(), out.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+    return out;
+}
+
+// The tensors' identity as far as the file order goes: orderKey reads name, role and layer.
+bool sameOrderInputs(const std::vector<TensorSpec>& a, const std::vector<TensorSpec>& b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].layer != b[i].layer || a[i].role != b[i].role || a[i].name != b[i].name)
+            return false;
+    return true;
+}
+
+// The file orders made so far, one per tensor list and writer's order (a model has one list),
+// so that a plan, and each -ngl trial of maxGpuLayers, reuses its model's order instead of
+// naming and sorting every tensor again (issue 9 speed: that was 30 % of the llama.cpp grid).
+// Bounded (kOrderCacheEntries, oldest dropped first); shared by threads under a mutex.
+std::shared_ptr<const std::vector<std::uint32_t>> cachedFileOrder(const std::vector<TensorSpec>& tensors,
+                                                                  GgufTensorOrder order)
+{
+    struct Entry {
+        GgufTensorOrder order;
+        std::vector<TensorSpec> tensors;
+        std::shared_ptr<const std::vector<std::uint32_t>> fileOrder;
+    };
+    constexpr std::size_t kOrderCacheEntries = 16;
+    static std::mutex mutex;
+    static std::deque<Entry> cache;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        for (const Entry& e : cache)
+            if (e.order == order && sameOrderInputs(e.tensors, tensors))
+                return e.fileOrder;
+    }
+    auto made = std::make_shared<const std::vector<std::uint32_t>>(sortedFileOrder(tensors, order));
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (cache.size() >= kOrderCacheEntries)
+        cache.pop_front();
+    cache.push_back({order, tensors, made});
+    return made;
+}
+
+// The span of get_mapping_range: the bytes from the first to the last tensor the CPU keeps, in
+// the file's order (@p fileOrder indexes @p bytes and @p onCpu).
+Bytes mappedSpan(const std::vector<std::uint32_t>& fileOrder, const std::vector<Bytes>& bytes,
+                 const std::vector<bool>& onCpu)
+{
+    std::size_t first = fileOrder.size();
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < fileOrder.size(); ++i)
+        if (onCpu[fileOrder[i]]) {
+            first = std::min(first, i);
+            last = i;
+        }
+    Bytes out;
+    for (std::size_t i = first; i < fileOrder.size() && i <= last; ++i)
+        out += bytes[fileOrder[i]];
+    return out;
 }
 
 } // namespace
@@ -152,7 +204,26 @@ LayerPlacement placement(std::int64_t layers, std::int64_t ngl, bool outputFirst
 
 } // namespace
 
+OffloadTensors offloadTensors(const Architecture& arch, const WeightFormat& format, GgufTensorOrder order)
+{
+    OffloadTensors out;
+    out.orderAssumed = order == GgufTensorOrder::Unknown;
+    out.order = out.orderAssumed ? GgufTensorOrder::LayerSorted : order;
+    out.tensors = listTensors(arch);
+    out.priced.reserve(out.tensors.size());
+    for (const TensorSpec& t : out.tensors)
+        out.priced.push_back(priceTensor(t, format, arch));
+    out.fileOrder = cachedFileOrder(out.tensors, out.order);
+    return out;
+}
+
 OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
+                    const OffloadSettings& o)
+{
+    return offload(offloadTensors(arch, format, o.tensorOrder), arch, context, o);
+}
+
+OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const ContextSettings& context,
                     const OffloadSettings& o)
 {
     OffloadBill out;
@@ -175,20 +246,22 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
         previous = d;
     }
     out.hostWeightsMapped = o.mmap;
-    const GgufTensorOrder order = o.tensorOrder == GgufTensorOrder::Unknown ? GgufTensorOrder::LayerSorted : o.tensorOrder;
-    out.tensorOrderAssumed = o.tensorOrder == GgufTensorOrder::Unknown;
-    std::vector<FileTensor> file;
+    out.tensorOrderAssumed = list.orderAssumed;
+    std::vector<Bytes> bytes(list.tensors.size());
+    std::vector<bool> onCpu(list.tensors.size(), false);
 
-    for (const TensorSpec& t : listTensors(arch)) {
-        const PricedTensor priced = priceTensor(t, format, arch);
+    for (std::size_t i = 0; i < list.tensors.size(); ++i) {
+        const TensorSpec& t = list.tensors[i];
+        const PricedTensor& priced = list.priced[i];
         const Bytes b = priced.bytes;
+        bytes[i] = b;
         if (t.role == TensorRole::TokenEmbedding) {
             out.tokenEmbeddingBytes += b;
             out.host.weightsBytes += b;
             // A tied lm_head is token_embd duplicated to the output layer's device (TENSOR_DUPLICATED).
             if (arch.tiedEmbeddings && out.outputOnGpu)
                 out.devices[static_cast<std::size_t>(out.outputDevice)].weightsBytes += b;
-            file.push_back({orderKey(t, order), b, true});
+            onCpu[i] = true;
             continue;
         }
         int device = -1;
@@ -202,9 +275,9 @@ OffloadBill offload(const Architecture& arch, const WeightFormat& format, const 
             side.expertBytes += b;
         if (device < 0 && o.cpuRepack && isRepacked(t, priced.type))
             out.hostRepackBytes += b;
-        file.push_back({orderKey(t, order), b, device < 0});
+        onCpu[i] = device < 0;
     }
-    out.hostMappedBytes = o.mmap ? mappedSpan(std::move(file), order) : out.host.weightsBytes;
+    out.hostMappedBytes = o.mmap ? mappedSpan(*list.fileOrder, bytes, onCpu) : out.host.weightsBytes;
 
     const std::vector<Bytes> kv = kvBytesPerLayer(arch, context);
     for (std::uint32_t il = 0; il < arch.layers; ++il) {
@@ -285,10 +358,16 @@ bool offloadsOutputFirst(const std::string& version)
 std::uint32_t maxGpuLayers(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
                            const OffloadSettings& o, Bytes gpuBudget)
 {
+    return maxGpuLayers(offloadTensors(arch, format, o.tensorOrder), arch, context, o, gpuBudget);
+}
+
+std::uint32_t maxGpuLayers(const OffloadTensors& list, const Architecture& arch, const ContextSettings& context,
+                           const OffloadSettings& o, Bytes gpuBudget)
+{
     for (std::int64_t n = arch.layers + 1; n >= 1; --n) {
         OffloadSettings trial = o;
         trial.gpuLayers = n;
-        if (busiestDeviceBytes(offload(arch, format, context, trial)) <= gpuBudget)
+        if (busiestDeviceBytes(offload(list, arch, context, trial)) <= gpuBudget)
             return static_cast<std::uint32_t>(n);
     }
     return 0;

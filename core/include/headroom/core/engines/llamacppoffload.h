@@ -17,6 +17,7 @@
 #include "headroom/core/weightformat.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -100,12 +101,35 @@ struct OffloadBill {
     bool tensorOrderAssumed = true;    ///< the file's order was not read (priced as llama-quantize's)
 };
 
+/// The tensors an offload walks: listTensors(arch) priced in one format (priced[i] is the price
+/// of tensors[i]), and the file's order of them (fileOrder: indices into tensors, first tensor of
+/// the file first), made once per model: a plan builds it once for all its offload() calls and the
+/// -ngl trials of maxGpuLayers, and the file order is kept per tensor list and writer's order in
+/// a small process-wide cache (16 lists, thread-safe), since naming each tensor as GGUF does and
+/// sorting them was most of a llama.cpp plan (issue 9 speed).
+struct OffloadTensors {
+    std::vector<TensorSpec> tensors;
+    std::vector<PricedTensor> priced;
+    std::shared_ptr<const std::vector<std::uint32_t>> fileOrder;
+    GgufTensorOrder order = GgufTensorOrder::LayerSorted; ///< the order priced (Unknown is priced as LayerSorted)
+    bool orderAssumed = true;                             ///< the order asked was Unknown
+};
+
+/// The tensors of @p arch in @p format, in the file order @p order (Unknown = llama-quantize's,
+/// LayerSorted; Converted = listTensors' own; OllamaSorted = blocks by number, the rest last).
+OffloadTensors offloadTensors(const Architecture& arch, const WeightFormat& format, GgufTensorOrder order);
+
 /// The split of @p arch in @p format under the context @p context and the offload @p offload.
 /// Weights are priced per tensor (parameters.h listTensors/tensorBytes); the KV and compute
 /// buffers come from llamacppmemory.h. Compute: with every layer on the GPU, the device and host
 /// parts of ComputeBill; with CPU layers, the GPU keeps its part (logits when the output layer is
 /// there) and the host adds the largest CPU-layer stage (an estimate not yet checked on a log).
 OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
+                    const OffloadSettings& offload);
+
+/// The same from tensors already listed and priced (@p list = offloadTensors(arch, format,
+/// offload.tensorOrder)); offload.tensorOrder is not read again.
+OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const ContextSettings& context,
                     const OffloadSettings& offload);
 
 /// The GGUF name llama.cpp gives the tensor @p t of listTensors ("blk.3.ffn_down_exps.weight",
@@ -121,6 +145,11 @@ Bytes busiestDeviceBytes(const OffloadBill& bill);
 /// trying N = n_layer + 1 down to 0 (what --fit does with layers once the context is at its
 /// minimum). Returns 0 when not even the output layer fits.
 std::uint32_t maxGpuLayers(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
+                           const OffloadSettings& offload, Bytes gpuBudget);
+
+/// The same from tensors already listed and priced (@p list = offloadTensors(arch, format,
+/// offload.tensorOrder)): every trial reuses them.
+std::uint32_t maxGpuLayers(const OffloadTensors& list, const Architecture& arch, const ContextSettings& context,
                            const OffloadSettings& offload, Bytes gpuBudget);
 
 /// Parses llama.cpp's --tensor-split text ("3,1", "10/6": comma or slash separated non-negative
