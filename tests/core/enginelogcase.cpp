@@ -121,6 +121,8 @@ const EngineFigure* engineFigure(const PlanResult& p, const std::string& caseNam
         {"memory_required_partial", {"memory_required_partial_bytes"}},
         {"memory_required_full", {"memory_required_full_bytes"}},
         {"memory_weights_total", {"memory_weights_total_bytes"}},
+        {"memory_weights_repeating", {"memory_weights_repeating_bytes"}},
+        {"memory_weights_nonrepeating", {"memory_weights_nonrepeating_bytes"}},
         {"projector_weights_mib", {"projector_weights_bytes"}},
         {"projector_graph_mib", {"projector_graph_bytes"}},
     };
@@ -268,6 +270,11 @@ tl::expected<EngineLogCase, std::string> loadEngineLogCase(const std::filesystem
             return tl::unexpected(fail(file, "/card/free_bytes", "expected a positive integer"));
         c.cardFreeBytes = card.at("free_bytes").get<std::uint64_t>();
     }
+    if (card.contains("library")) {
+        if (!card.at("library").is_string() || card.at("library").get<std::string>() != "cpu")
+            return tl::unexpected(fail(file, "/card/library", "expected \"cpu\""));
+        c.cardIsHost = true;
+    }
     const auto parallel = [&](const char* key) -> tl::expected<std::uint32_t, std::string> {
         const json v = j.value(key, json(1));
         if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > 1024)
@@ -387,6 +394,8 @@ tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, co
         engine->requestedVersion = c.engineVersion;
     }
     r.engine = *engine;
+    if (c.cardIsHost)
+        r.engine.fixedReserve = Bytes{}; // no MinimumMemory on the host (Ollama v0.9.0 discover/gpu.go GetGPUInfo: the cpu GpuInfo sets none)
     r.tensorParallel = c.tensorParallel;
     r.pipelineParallel = c.pipelineParallel;
     // Every setting the unit knows goes through the engine's own settings parser, as a user's

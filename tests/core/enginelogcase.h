@@ -45,6 +45,9 @@ struct EngineLogCase {
     std::optional<std::string> cardProfile;
     std::optional<std::uint64_t> cardTotalBytes;
     std::optional<std::uint64_t> cardFreeBytes; ///< free memory the engine measured at start (card/free_bytes)
+    /// card/library "cpu": the engine ran on the host (Ollama's library=cpu: discover.GetCPUInfo has
+    /// no MinimumMemory, so the engine's fixed per-GPU reserve is 0); absent: a GPU.
+    bool cardIsHost = false;
     std::uint32_t tensorParallel = 1;
     std::uint32_t pipelineParallel = 1;
     std::map<std::string, std::string> settings; ///< the engine's own spelling

@@ -6,6 +6,7 @@
 
 #include "testconfig.h"
 
+#include <map>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -122,10 +123,14 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
                 v.push_back(t.value / mib);
         return v;
     }
-    if (figure == "memory_required_partial" || figure == "memory_required_full" || figure == "memory_weights_total")
-        return all(figure == "memory_weights_total" ? "weights.total"
-                                                    : (figure == "memory_required_full" ? "required.full" : "required.partial"),
-                   gib);
+    // Ollama's "offload" line (format.HumanBytes2): the terms and the unit each case figure uses.
+    static const std::map<std::string, std::pair<const char*, bool>> ollamaTerms = {
+        {"memory_required_partial", {"required.partial", true}},   {"memory_required_full", {"required.full", true}},
+        {"memory_weights_total", {"weights.total", true}},         {"memory_weights_repeating", {"weights.repeating", true}},
+        {"memory_weights_nonrepeating", {"weights.nonrepeating", false}},
+    };
+    if (auto it = ollamaTerms.find(figure); it != ollamaTerms.end())
+        return all(it->second.first, it->second.second ? gib : mib);
     return all(figure.c_str(), 1.0);
 }
 

@@ -12,6 +12,7 @@
 
 #include "testconfig.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -146,6 +147,17 @@ TEST_CASE("vision towers from config.json give the published parameter counts", 
         CHECK(a.vision.adapterSize == 4096);
         CHECK(a.vision.outputSize == 5120);
         CHECK(visionParameters(a) == 871'932'416ull);
+        // The text model as the llama-4-scout profile prices it: each MoE layer's shared expert
+        // (Llama4TextMoe.shared_expert, intermediate_size 8192) beside the 16 routed ones, and
+        // chunked attention (attention_chunk_size 8192) on all but every 4th layer. Without the
+        // shared expert the import was 6,039,797,760 parameters short (48 x 3 x 5,120 x 8,192).
+        CHECK(a.family == "llama4");
+        CHECK(a.moe.sharedExperts == 1);
+        CHECK(a.moe.expertFfnSize == 8192);
+        CHECK(a.intermediateSize == 16384);
+        CHECK(a.sliding.windowTokens == 8192);
+        CHECK(std::count(a.sliding.slidingLayers.begin(), a.sliding.slidingLayers.end(), true) == 36);
+        CHECK(parameterCount(a) == 107'769'861'120ull + 871'932'416ull);
     }
     SECTION("Qwen2-VL-7B: LayerNorm fc1/fc2 blocks, 8,291,375,616")
     {

@@ -139,13 +139,14 @@ private:
         s.numParallel = static_cast<std::uint32_t>(std::min<std::uint64_t>(in.setup.users, 1u << 20));
         s.flashAttention = in.setup.flashAttention;
         s.kvCacheType = in.settings.text("OLLAMA_KV_CACHE_TYPE").value_or("f16");
+        s.version = appliedEngineVersion(in.request.engine);
         const ollama::LegacyEstimate est = ollama::legacyEstimate(in.arch, s);
         b.overheads.push_back(item("graph", est.graphFullBytes,
                                    "Ollama's memory.graph.full for --ctx-size " + std::to_string(est.contextTokens)
-                                       + " (llm/ggml.go GraphSize, v0.5.7)"));
-        const std::string src = "llm/memory.go EstimateGPULayers, llm/ggml.go GraphSize (v0.5.7)";
-        // The vision encoder's graph sits on GPU 0 beside the output layer (llm/memory.go
-        // memoryLastLayer = output + projector weights + projector graph, v0.6 to v0.12).
+                                       + " (llm/ggml.go GraphSize, " + s.version + ")"));
+        const std::string src = "llm/memory.go EstimateGPULayers, llm/ggml.go GraphSize (" + s.version + ")";
+        // The vision encoder's graph sits on GPU 0 (llm/memory.go: GPU 0's overhead v0.6.0 to
+        // v0.7.0, memoryLastLayer = output + projector weights + projector graph v0.7.1 to v0.12).
         if (est.projectorGraphBytes.value > 0)
             b.overheads.push_back(item("projector_graph", est.projectorGraphBytes,
                                        "Ollama's projector.graph: one image through the vision encoder (fs/ggml/ggml.go VisionGraphSize)"));
@@ -167,8 +168,8 @@ private:
             b.notes.push_back("OLLAMA_KV_CACHE_TYPE=" + s.kvCacheType + " without flash attention: Ollama falls back to f16");
     }
 
-    // The estimator's placement (llm/memory.go EstimateGPULayers, v0.5.7): the "offload to cuda"
-    // figures; a split below n_layer + 1 is the verdict's partial offload (offload_gpu_layers).
+    // The estimator's placement (llm/memory.go EstimateGPULayers, the rules of s.version,
+    // ollamamemory.h): the "offload to cuda" figures; a split below n_layer + 1 is the verdict's partial offload (offload_gpu_layers).
     static void placementFigures(const EngineInputs& in, const ollama::Settings& s, EngineBill& b)
     {
         const PlanRequest& r = in.request;
@@ -180,7 +181,7 @@ private:
         const ollama::GpuLayerEstimate e = ollama::estimateGpuLayers(
             in.arch, r.format, settings, free, r.engine.fixedReserve,
             asked ? static_cast<std::int64_t>(std::min<std::uint64_t>(*asked, 1u << 20)) : -1);
-        const std::string src = "llm/memory.go EstimateGPULayers (v0.5.7)";
+        const std::string src = "llm/memory.go EstimateGPULayers (" + s.version + ")";
         const auto gib = [](Bytes x) {
             char buf[48];
             std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(x.value) / static_cast<double>(kGiB));
@@ -194,6 +195,10 @@ private:
                              "memory.required.full=\"" + gib(e.requiredFullBytes) + "\"", src});
         b.figures.push_back({"memory_weights_total_bytes", static_cast<double>(e.weightsTotalBytes.value), "bytes",
                              "memory.weights.total=\"" + gib(e.weightsTotalBytes) + "\"", src});
+        b.figures.push_back({"memory_weights_repeating_bytes", static_cast<double>(e.weightsRepeatingBytes.value), "bytes",
+                             "memory.weights.repeating=\"" + gib(e.weightsRepeatingBytes) + "\"", src});
+        b.figures.push_back({"memory_weights_nonrepeating_bytes", static_cast<double>(e.weightsNonRepeatingBytes.value), "bytes",
+                             "memory.weights.nonrepeating=\"" + mib(e.weightsNonRepeatingBytes) + "\"", src});
         if (e.layers < e.modelLayers)
             b.figures.push_back({"offload_gpu_layers", static_cast<double>(e.layers), "layers",
                                  "offloaded " + std::to_string(e.layers) + "/" + std::to_string(e.modelLayers)

@@ -1,5 +1,6 @@
 #include "headroom/core/engines/ollamamemory.h"
 
+#include "headroom/core/enginepolicy.h"
 #include "headroom/core/parameters.h"
 
 #include <algorithm>
@@ -16,6 +17,12 @@ double bytesPerElement(const std::string& type)
     if (type == "q4_0")
         return 0.5;
     return 2;
+}
+
+/// Whether Ollama @p version has the rule that first shipped in @p since.
+bool since(const std::string& version, const char* first)
+{
+    return compareVersions(version, first) >= 0;
 }
 
 } // namespace
@@ -77,15 +84,24 @@ LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& s)
     // kv = uint64(float64(context * blocks * (headK + headV) * headsKV) * bytesPerElement)
     const std::uint64_t elements = checkedMul(checkedMul(checkedMul(context, arch.layers, "kv"), headK + headV, "kv"), headsKV, "kv");
     out.kvBytes = Bytes{static_cast<std::uint64_t>(static_cast<double>(elements) * bytesPerElement(out.kvCacheType))};
-    if (arch.family == "gemma3" && arch.sliding.enabled()) {
-        // Every 6th layer global at the full context; the others hold parallel x window + batch cells.
+    if (since(s.version, "0.6.3")) {
+        // GraphSize's kv[i] (fs/ggml/ggml.go, v0.6.3): context x (headK + headV) x headsKV per layer;
+        // gemma3's sliding layers (all but every 6th) hold parallel x window + batch cells.
+        const double perCell = static_cast<double>((headK + headV) * headsKV) * bytesPerElement(out.kvCacheType);
+        const bool gemma3Sliding = arch.family == "gemma3" && arch.sliding.enabled();
         const std::uint64_t window = checkedAdd(checkedMul(std::max<std::uint32_t>(s.numParallel, 1), arch.sliding.windowTokens, "kv"),
                                                 batch, "kv");
-        const double perCell = static_cast<double>((headK + headV) * headsKV) * bytesPerElement(out.kvCacheType);
         std::uint64_t total = 0;
-        for (std::uint32_t i = 0; i < arch.layers; ++i)
-            total += static_cast<std::uint64_t>(static_cast<double>((i + 1) % 6 != 0 ? window : context) * perCell);
+        out.kvPerLayerBytes.reserve(arch.layers);
+        for (std::uint32_t i = 0; i < arch.layers; ++i) {
+            const std::uint64_t cells = gemma3Sliding && (i + 1) % 6 != 0 ? window : context;
+            out.kvPerLayerBytes.push_back(Bytes{static_cast<std::uint64_t>(static_cast<double>(cells) * perCell)});
+            total += out.kvPerLayerBytes.back().value;
+        }
         out.kvBytes = Bytes{total};
+    } else {
+        // kv / BlockCount for every layer (llm/memory.go before v0.6.3).
+        out.kvPerLayerBytes.assign(arch.layers, Bytes{out.kvBytes.value / std::max<std::uint32_t>(arch.layers, 1)});
     }
     out.projectorGraphBytes = visionGraphBytes(arch.vision);
     const std::uint64_t kv = out.kvBytes.value;
@@ -138,8 +154,8 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
     GpuLayerEstimate out;
     out.estimate = legacyEstimate(arch, settings);
     out.modelLayers = arch.layers + 1;
-    const std::uint64_t blocks = std::max<std::uint32_t>(arch.layers, 1);
-    std::vector<std::uint64_t> layerBytes(arch.layers, 0);
+    const std::string& version = settings.version;
+    std::vector<std::uint64_t> blockBytes(arch.layers, 0);
     std::uint64_t outputNorm = 0;
     std::uint64_t output = 0;
     std::uint64_t embedding = 0;
@@ -149,7 +165,7 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
         if (isProjectorTower(t))
             projector += b;
         else if (t.layer >= 0 && static_cast<std::uint32_t>(t.layer) < arch.layers)
-            layerBytes[static_cast<std::size_t>(t.layer)] += b;
+            blockBytes[static_cast<std::size_t>(t.layer)] += b;
         else if (t.role == TensorRole::Output)
             output += b;
         else if (t.role == TensorRole::TokenEmbedding)
@@ -157,47 +173,59 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
         else if (t.role == TensorRole::Norm || t.role == TensorRole::Bias)
             outputNorm += b;
     }
+    const std::vector<Bytes>& kv = out.estimate.kvPerLayerBytes;
+    const auto layerCost = [&](std::uint32_t i) { return blockBytes[i] + (i < kv.size() ? kv[i].value : 0); };
     // llm/memory.go: output_norm + (output, else token_embd when the model ties them).
     const std::uint64_t outputLayer = outputNorm + (output > 0 ? output : embedding);
     out.weightsNonRepeatingBytes = Bytes{outputLayer};
-    const std::uint64_t kvShare = out.estimate.kvBytes.value / blocks;
+    const std::uint64_t projectorBytes = projector + out.estimate.projectorGraphBytes.value;
+    // v0.6.0 to v0.7.0: the projector (weights + graph) is GPU 0's overhead; from v0.7.1 the Ollama
+    // engine's projector goes with the output layer (ollamaEngineProjectorWeights/Graph).
+    const bool projectorWithOutput = since(version, "0.7.1");
+    const std::uint64_t gpuZeroOverhead = projectorWithOutput ? 0 : projectorBytes;
     const std::uint64_t graph = std::max(out.estimate.graphFullBytes.value, out.estimate.graphPartialBytes.value);
     const std::uint64_t overhead = settings.gpuOverhead.value;
     const std::uint64_t free = freeBytes.value;
-    std::uint64_t layerSize = (layerBytes.empty() ? 0 : layerBytes[0]) + kvShare;
+    std::uint64_t layerSize = arch.layers > 0 ? layerCost(0) : 0;
 
-    bool gpuUsable = free >= overhead + graph + minimumBytes.value + 2 * layerSize;
-    std::uint64_t allocation = gpuUsable ? minimumBytes.value + layerSize : 0;
+    bool gpuUsable = free >= overhead + gpuZeroOverhead + graph + minimumBytes.value + 2 * layerSize;
+    std::uint64_t allocation = gpuUsable ? minimumBytes.value + layerSize + gpuZeroOverhead : 0;
+    std::uint64_t overflow = 0;
     std::uint32_t count = 0;
-    std::uint64_t weights = 0;
-    for (std::uint32_t i = 0; i < arch.layers; ++i) {
-        layerSize = layerBytes[i] + kvShare;
-        weights += layerSize;
-        if (numGpu >= 0 && count >= numGpu)
+    std::uint64_t repeating = 0;
+    const bool fromLast = since(version, "0.7.0");
+    for (std::uint32_t k = 0; k < arch.layers; ++k) {
+        const std::uint32_t i = fromLast ? arch.layers - 1 - k : k;
+        layerSize = layerCost(i);
+        repeating += since(version, "0.6.1") ? blockBytes[i] : layerSize;
+        if (numGpu >= 0 && count >= numGpu) {
+            if (fromLast)
+                overflow += layerSize;
             continue;
+        }
         if (gpuUsable && free > overhead + allocation + graph + layerSize) {
             allocation += layerSize;
             ++count;
         } else {
             gpuUsable = false; // the GPU leaves gpusWithSpace
+            if (fromLast)
+                overflow += layerSize;
         }
     }
-    std::uint64_t overflow = 0;
     bool fullyLoaded = count >= arch.layers;
-    if (!fullyLoaded)
+    if (!fullyLoaded && !fromLast)
         overflow += static_cast<std::uint64_t>(arch.layers - count) * layerSize; // the last layer's size, as Ollama sums it
-    // memoryLastLayer: the output layer plus the vision tower's weights and graph (v0.6 and later:
-    // ollamaEngineProjectorWeights + ollamaEngineProjectorGraph from VisionGraphSize).
-    const std::uint64_t lastLayer = outputLayer + projector + out.estimate.projectorGraphBytes.value;
-    if (lastLayer > 0 && (numGpu < 0 || count < numGpu)) {
-        if (gpuUsable && free > overhead + allocation + graph + lastLayer) {
-            allocation += lastLayer;
-            ++count;
-        }
-        if (count < arch.layers + 1) {
-            fullyLoaded = false;
-            overflow += lastLayer;
-        }
+    const std::uint64_t lastLayer = outputLayer + (projectorWithOutput ? projectorBytes : 0);
+    // Before v0.7.1 the output layer is only counted as missing when it was tried (num_gpu not
+    // reached); from v0.7.1 whenever it is not on the GPU.
+    const bool tried = numGpu < 0 || count < numGpu;
+    if (lastLayer > 0 && tried && gpuUsable && free > overhead + allocation + graph + lastLayer) {
+        allocation += lastLayer;
+        ++count;
+    }
+    if (lastLayer > 0 && (tried || projectorWithOutput) && count < arch.layers + 1) {
+        fullyLoaded = false;
+        overflow += lastLayer;
     }
     if (count > 0)
         allocation += fullyLoaded ? out.estimate.graphFullBytes.value : out.estimate.graphPartialBytes.value;
@@ -205,7 +233,8 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
     out.allocationBytes = Bytes{allocation};
     out.requiredPartialBytes = Bytes{allocation};
     out.requiredFullBytes = Bytes{allocation + overflow};
-    out.weightsTotalBytes = Bytes{weights};
+    out.weightsTotalBytes = Bytes{repeating + (since(version, "0.6.3") ? outputLayer : 0)};
+    out.weightsRepeatingBytes = Bytes{since(version, "0.6.1") ? repeating : (repeating > outputLayer ? repeating - outputLayer : 0)};
     return out;
 }
 

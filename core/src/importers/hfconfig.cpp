@@ -41,6 +41,8 @@ std::string familyOf(const std::string& modelType, bool* known)
         // Mamba hybrids, named as llama.cpp's GGUF architectures (src/llama-arch.cpp).
         {"granitemoehybrid", "granitehybrid"}, {"nemotron_h", "nemotron_h"}, {"jamba", "jamba"},
         {"falcon_h1", "falcon-h1"},
+        // Llama4ForConditionalGeneration's text_config (transformers modeling_llama4.py).
+        {"llama4", "llama4"}, {"llama4_text", "llama4"},
     };
     auto it = map.find(modelType);
     *known = it != map.end();
@@ -524,6 +526,32 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
             } else {
                 a.intermediateSize = *shared;
             }
+        }
+    }
+    if (f == "llama4" && a.moe.enabled()) {
+        // Llama4TextMoe (transformers modeling_llama4.py): the routed experts and one shared_expert
+        // (a Llama4TextMLP), both intermediate_size wide; the dense layers' Llama4TextMLP is
+        // intermediate_size_mlp wide; layer i is MoE when (i + 1) % interleave_moe_layer_step == 0.
+        a.moe.sharedExperts = 1;
+        a.moe.expertFfnSize = a.intermediateSize;
+        if (auto dense = c.uintOf("intermediate_size_mlp"); dense && *dense > 0 && *dense <= (1u << 22))
+            a.intermediateSize = *dense;
+        if (auto step = c.uintOf("interleave_moe_layer_step"); step && *step >= 1 && *step <= layers)
+            a.moe.layerStep = static_cast<std::uint32_t>(*step);
+    }
+    if (f == "llama4") {
+        // Chunked local attention on the RoPE layers (Llama4TextConfig: no_rope_layers[i] = 1 on
+        // the RoPE layers, by default all but every no_rope_layer_interval-th (4)), priced as an
+        // attention_chunk_size window, as the llama-4 profiles are.
+        const std::uint64_t chunk = c.uintOf("attention_chunk_size").value_or(0);
+        const std::uint64_t interval = c.uintOf("no_rope_layer_interval").value_or(4);
+        if (chunk > 0 && interval > 1 && a.sliding.slidingLayers.empty()) {
+            a.sliding.windowTokens = chunk;
+            const nlohmann::json* rope = c.arrayOf("no_rope_layers");
+            const bool listed = rope && rope->size() == layers;
+            for (std::uint64_t i = 0; i < layers; ++i)
+                a.sliding.slidingLayers.push_back(listed ? (*rope)[i].is_number_integer() && (*rope)[i].get<std::int64_t>() == 1
+                                                         : (i + 1) % interval != 0);
         }
     }
     if (f == "jamba" && a.moe.enabled()) {

@@ -8,6 +8,12 @@
 ///  - v0.5.7 llm/ggml.go GraphSize and kvCacheBytesPerElement, llm/memory.go EstimateGPULayers,
 ///    llm/server.go NewLlamaServer (the quantized-cache fallback) and server/sched.go (num_ctx is
 ///    multiplied by OLLAMA_NUM_PARALLEL before the estimate);
+///  - the estimator's later rules, each from the first tag that has it (llm/memory.go,
+///    fs/ggml/ggml.go): v0.6.0 VisionGraphSize (the projector on GPU 0); v0.6.1 memoryWeights sums
+///    blk.i alone (no kv share); v0.6.3 GraphSize returns the kv of each layer (gemma3's sliding
+///    layers smaller) and memory.weights.total = repeating + nonrepeating; v0.7.0 layers placed from
+///    the last, each that misses counted in the overflow; v0.7.1 (d75557747) the Ollama engine's
+///    projector weights and graph placed with the output layer;
 ///  - fb30760996871fa9460115c753afd2c60d4ab0f7 llm/llama_server.go startLlamaServer: llama-server
 ///    with -c num_ctx x parallel -np parallel, --cache-type-k and --cache-type-v both
 ///    OLLAMA_KV_CACHE_TYPE, --flash-attn on/off/auto, no -ngl (llama.cpp --fit places the layers);
@@ -31,6 +37,9 @@ struct Settings {
     bool flashAttention = false;        ///< OLLAMA_FLASH_ATTENTION, resolved (and supported by GPU and model)
     std::string kvCacheType = "f16";    ///< OLLAMA_KV_CACHE_TYPE: f16, q8_0, q4_0
     Bytes gpuOverhead;                  ///< OLLAMA_GPU_OVERHEAD per GPU
+    /// The Ollama version whose estimator rules apply ("0.9.0", "v0.5.7"); the rules change at
+    /// v0.6.1, v0.6.3, v0.7.0 and v0.7.1 (see the file comment).
+    std::string version = "0.5.7";
 };
 
 /// The cache type Ollama really uses: before the llama-server delegation it falls back to f16 when
@@ -42,6 +51,9 @@ std::string effectiveKvCacheType(const Settings& settings);
 struct LegacyEstimate {
     std::uint64_t contextTokens = 0; ///< num_ctx x OLLAMA_NUM_PARALLEL (the runner's --ctx-size)
     Bytes kvBytes;                   ///< memory.required.kv = ctx x layers x (d_k + d_v) x H_kv x bytes/element
+    /// The kv of each layer (GraphSize's kv[i], v0.6.3 and later; before it every layer is
+    /// charged kv / n_layer): gemma3's sliding layers hold parallel x window + batch cells.
+    std::vector<Bytes> kvPerLayerBytes;
     Bytes graphFullBytes;            ///< memory.graph.full (all layers on one GPU)
     Bytes graphPartialBytes;         ///< memory.graph.partial (a split, or several GPUs)
     std::string kvCacheType;         ///< after the f16 fallback
@@ -67,15 +79,21 @@ Bytes projectorWeightsBytes(const Architecture& arch, const WeightFormat& format
 LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& settings);
 
 /// Ollama's placement of one model on one GPU (v0.5.7 llm/memory.go EstimateGPULayers, at
-/// a420a453b4783841e3e79c248ef0fe9548df6914), the figures of its "offload to cuda" line:
-///  - layer i costs its tensors (blk.i, priced per tensor in the file's format) + kv / n_layer;
-///  - the GPU must hold overhead + max(graph) + MinimumMemory + 2 x blk.0 to take any layer, and
-///    starts its allocation at MinimumMemory + blk.0 (one layer's worth "as a buffer");
-///  - layers are added while free > overhead + allocation + max(graph partial, full) + layer,
-///    stopping at num_gpu when given; then the output layer (output_norm + output, or token_embd
-///    when tied) the same way;
+/// a420a453b4783841e3e79c248ef0fe9548df6914, with the later rules of Settings::version), the
+/// figures of its "offload to cuda" line:
+///  - layer i costs its tensors (blk.i, priced per tensor in the file's format) + its kv (kv /
+///    n_layer before v0.6.3, kv[i] after);
+///  - the GPU must hold overhead + max(graph) + MinimumMemory + 2 x layer 0 (+ the projector's
+///    weights and graph, v0.6.0 to v0.7.0) to take any layer, and starts its allocation at
+///    MinimumMemory + layer 0 (one layer's worth "as a buffer") + that projector;
+///  - layers are added (from the first before v0.7.0, from the last after) while free > overhead +
+///    allocation + max(graph partial, full) + layer, stopping at num_gpu when given; then the output
+///    layer (output_norm + output, or token_embd when tied; from v0.7.1 plus the projector's weights
+///    and graph) the same way;
 ///  - the graph added is the full one when every layer and the output went, else the partial one.
-/// memory.weights.total sums every layer's cost (the kv share included, the output not).
+/// memory.weights.total: before v0.6.1 every layer's cost (kv share included, the output not);
+/// v0.6.1 the blk.i tensors alone; from v0.6.3 those plus the output layer. The projector's
+/// v.* tensors are never in it (projector.weights). A CPU run (library=cpu) has no MinimumMemory.
 struct GpuLayerEstimate {
     std::uint32_t layers = 0;        ///< layers.offload (the output layer counts as one)
     std::uint32_t modelLayers = 0;   ///< layers.model = n_layer + 1
@@ -83,6 +101,9 @@ struct GpuLayerEstimate {
     Bytes requiredPartialBytes;      ///< memory.required.partial: what the GPU gets
     Bytes requiredFullBytes;         ///< memory.required.full: partial + what did not fit
     Bytes weightsTotalBytes;         ///< memory.weights.total
+    /// memory.weights.repeating: the layers' memoryWeights (before v0.6.1 less the output layer,
+    /// saturating at 0, as v0.5.7 prints memoryWeights - memoryLayerOutput).
+    Bytes weightsRepeatingBytes;
     Bytes weightsNonRepeatingBytes;  ///< memory.weights.nonrepeating (the output layer)
     LegacyEstimate estimate;         ///< kv and graphs
 };
