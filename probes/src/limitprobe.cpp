@@ -180,10 +180,10 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
     // 2. One full decode step over the whole pool at the limit: the proof that what allocates runs.
     double stepAtLimit = 0;
     std::string stepError;
-    const auto runStep = [&](std::uint64_t users, std::uint64_t tokens, double& ms) -> std::string {
+    const auto runStep = [&](std::uint64_t users, std::uint64_t tokens, double& ms, bool distinctOnly) -> std::string {
         if (auto q = model.setSequences(packedSequences(users, tokens)); !q)
             return q.error().message;
-        auto t = device.timeMs([&] { return model.step(&progress, options.stepLayers); });
+        auto t = device.timeMs([&] { return model.step(&progress, options.stepLayers, distinctOnly); });
         if (!t)
             return t.error().message;
         if (auto sync = device.synchronize(); !sync)
@@ -193,7 +193,7 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
     };
     if (allocatedBlocks > 0) {
         progress.report(0.6, "one decode step over " + tokensText(allocatedBlocks));
-        stepError = runStep(1, allocatedBlocks * kProbeBlockTokens, stepAtLimit);
+        stepError = runStep(1, allocatedBlocks * kProbeBlockTokens, stepAtLimit, false);
         if (progress.cancelled())
             return cancelledResult("limit");
     }
@@ -239,7 +239,7 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
             bool ok = false;
             if (need <= verifiedBlocks) {
                 double ms = 0;
-                const std::string e = runStep(p.users, p.contextTokens, ms);
+                const std::string e = runStep(p.users, p.contextTokens, ms, true);
                 ok = e.empty();
                 if (ok)
                     j["step_ms"] = ms;
@@ -264,6 +264,11 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
     const std::uint32_t ranLayers = options.stepLayers == 0 ? arch.layers : std::min(options.stepLayers, arch.layers);
     r.set("step_layers", std::uint64_t{ranLayers});
     r.set("layers", std::uint64_t{arch.layers});
+    // The frontier steps run the first layer of each kind (within the step layers).
+    std::uint64_t frontierLayers = 0;
+    for (std::uint32_t i : model.distinctLayers())
+        frontierLayers += i < ranLayers;
+    r.set("frontier_step_layers", frontierLayers);
     if (ranLayers < arch.layers)
         r.notes.push_back("the decode step ran " + std::to_string(ranLayers) + " of " + std::to_string(arch.layers)
                           + " layers (memory was allocated for all of them)");
@@ -272,7 +277,10 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
     r.notes.push_back("search: weights and scratch allocated once; the KV pool allocated and touched once at the prediction, "
                       "then extra blocks on top of it (doubling, then bisection) until one does not fit; one decode step "
                       "over the whole pool at the limit; each frontier point: its blocks within the verified pool, then one "
-                      "decode step over its sequences");
+                      "decode step over its sequences through the first layer of each kind ("
+                      + std::to_string(frontierLayers)
+                      + " here: layers of one kind run the same kernels on the same shapes, and the step at the limit ran "
+                        "every layer over the whole pool)");
     r.notes.push_back(std::string("the decode step on synthetic weights: every layer's ")
                       + (arch.mla.cachesLatent() ? "MLA projections (absorbed: the new latent written into the paged latent cache, "
                                                    "H queries attending over it, as llama.cpp's MLA cache runs)"

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 #include <cstring>
 #include <string_view>
 
@@ -758,7 +760,20 @@ DeviceStatus ModelOnDevice::moe(const Layer& l, std::uint32_t layer, std::uint32
     return copyRows(m_hidden, rowBytes, m_moeOut, rowBytes, batch, rowBytes);
 }
 
-DeviceStatus ModelOnDevice::step(const ProbeProgress* cancel, std::uint32_t layers)
+std::vector<std::uint32_t> ModelOnDevice::distinctLayers() const
+{
+    std::vector<std::uint32_t> out;
+    std::set<std::tuple<int, bool, std::uint32_t, int>> kinds;
+    for (std::uint32_t i = 0; i < m_arch.layers; ++i) {
+        const int mixer = static_cast<int>(m_arch.hybrid.mixerOf(i));
+        const int ffn = !m_arch.hybrid.hasMlp(i) ? 0 : m_arch.moe.isMoeLayer(i) ? 2 : 1;
+        if (kinds.emplace(mixer, m_arch.sliding.isSliding(i), m_arch.kvHeadsOf(i), ffn).second)
+            out.push_back(i);
+    }
+    return out;
+}
+
+DeviceStatus ModelOnDevice::step(const ProbeProgress* cancel, std::uint32_t layers, bool distinctOnly)
 {
     if (m_hostSeqLens.empty() || m_kvBlocks == 0 || !m_lmHead.data)
         return tl::unexpected(DeviceError{DeviceError::Code::InvalidArgument, "step without sequences, KV pool or weights"});
@@ -766,9 +781,17 @@ DeviceStatus ModelOnDevice::step(const ProbeProgress* cancel, std::uint32_t laye
     const std::uint32_t batch = std::min(sequences, kProbeMaxBatch);
     const bool gated = m_arch.mlp == MlpKind::Gated;
     const std::size_t runLayers = layers == 0 ? m_layers.size() : std::min<std::size_t>(layers, m_layers.size());
-    for (std::size_t li = 0; li < runLayers; ++li) {
+    std::vector<std::uint32_t> order;
+    if (distinctOnly)
+        order = distinctLayers();
+    else
+        for (std::uint32_t i = 0; i < runLayers; ++i)
+            order.push_back(i);
+    for (const std::uint32_t li : order) {
+        if (li >= runLayers)
+            break;
         const Layer& l = m_layers[li];
-        const auto index = static_cast<std::uint32_t>(li);
+        const std::uint32_t index = li;
         if (cancel && cancel->cancelled())
             return tl::unexpected(DeviceError{DeviceError::Code::Cancelled, "cancelled"});
         // The activations are synthetic: the step moves the model's bytes and does its arithmetic

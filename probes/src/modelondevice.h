@@ -120,8 +120,14 @@ public:
     ///   shared_experts; Qwen's shared_expert and its gate GEMV);
     /// then the logits GEMV. The GEMVs run at batch min(sequences, 64). Asynchronous on CUDA
     /// except for the routing read-back.
-    /// @p layers: run only the first N layers (0 = all).
-    DeviceStatus step(const ProbeProgress* cancel = nullptr, std::uint32_t layers = 0);
+    /// @p layers: run only the first N layers (0 = all). @p distinctOnly: of those, only the first
+    /// layer of each kind (distinctLayers), the lm_head as always.
+    DeviceStatus step(const ProbeProgress* cancel = nullptr, std::uint32_t layers = 0, bool distinctOnly = false);
+    /// The first layer of each kind: attention, MLA or none; sliding or not; its KV heads; MoE,
+    /// dense or no MLP. Layers of one kind run the same kernels on the same shapes over their own
+    /// pools, so a step over these is a step over every shape of the model (the limit probe's
+    /// frontier points; the step at the limit runs every layer). Ascending.
+    std::vector<std::uint32_t> distinctLayers() const;
 
     /// Bytes of every runnable matrix (all experts included): what a step reads when every
     /// expert is touched (SpeedInputs::weightsBytes).

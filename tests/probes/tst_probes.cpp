@@ -243,6 +243,7 @@ TEST_CASE("the verified limit is within 1% of the prediction and never above it"
     // more block refused, one step at the limit and one per frontier point.
     CHECK(r.integer("allocation_trials") == 2u);
     CHECK(r.integer("full_steps") == 4u);
+    CHECK(r.integer("frontier_step_layers") == 1u); // 24 layers of one kind: the frontier steps run layer 0
     CHECK(r.verdict() == ProbeVerdict::Pass);
     CHECK_THAT(r.text("first_failure").value_or(""), Catch::Contains("would pass the budget"));
 }
@@ -843,15 +844,16 @@ TEST_CASE("the decode step runs MoE, MLA, plain-MLP and MLP-only models in limit
     mlpOnly.model.architecture->hybrid.blockIsMixerOrMlp = true;
     ModelInputs qwenShared = tinyQwen3Moe("q8_0"); // Qwen2-MoE: a shared expert of its own width behind a sigmoid gate
     qwenShared.model.architecture->moe.sharedExpertFfnSize = 160;
-    const std::pair<const char*, ModelInputs> models[] = {
-        {"qwen3-moe q4_0", tinyQwen3Moe()},
-        {"qwen2-moe shared expert q8_0", qwenShared},
-        {"deepseek-v2-lite q8_0", tinyDeepseekV2Lite()},
-        {"deepseek-v3 q_lora q4_0", tinyDeepseekV2Lite("q4_0", 96)},
-        {"gpt2-style plain MLP fp16", plain},
-        {"MLP-only layers int4-g128", mlpOnly},
+    // {what, model, layers a frontier step runs: the first of each kind}
+    const std::tuple<const char*, ModelInputs, std::uint64_t> models[] = {
+        {"qwen3-moe q4_0", tinyQwen3Moe(), 1},
+        {"qwen2-moe shared expert q8_0", qwenShared, 1},
+        {"deepseek-v2-lite q8_0", tinyDeepseekV2Lite(), 2}, // the dense first layer, then MoE
+        {"deepseek-v3 q_lora q4_0", tinyDeepseekV2Lite("q4_0", 96), 2},
+        {"gpt2-style plain MLP fp16", plain, 1},
+        {"MLP-only layers int4-g128", mlpOnly, 2}, // attention alone, MLP alone (layer 2 is layer 0's kind)
     };
-    for (const auto& [what, in] : models) {
+    for (const auto& [what, in, frontierLayers] : models) {
         INFO(what);
         REQUIRE(validateArchitecture(*in.model.architecture).empty());
         REQUIRE(decodeUnsupportedReason(in).empty());
@@ -882,6 +884,7 @@ TEST_CASE("the decode step runs MoE, MLA, plain-MLP and MLP-only models in limit
         CHECK(l.text("step_error").value_or("") == "");
         CHECK(l.integer("verified_tokens").value_or(0) > 10'000);
         CHECK(l.integer("frontier_points_checked") == 2u);
+        CHECK(l.integer("frontier_step_layers") == frontierLayers);
     }
 }
 
