@@ -131,8 +131,13 @@ std::string tableCaption(const std::vector<PlanRequest>& reqs, const std::vector
             capped = capped || p.contextTokens != h.contextTokens;
         caption += ", asked " + tokens(h.contextTokens) + " tokens each" + (capped ? " (or the model's trained context)" : "");
     }
+    bool split = false;
+    for (const PlanResult& p : plans)
+        split = split || p.verdict.state == FitState::PartialOffload;
     return caption + ", " + plans.front().kvDtypeId + " KV, " + r.engine.name
-        + ". A number alone fits as asked; \"N (limit)\" fits with less, the limit named; \"no: why\" does not fit.";
+        + ". A number alone fits as asked; \"N (limit)\" fits with less, the limit named; "
+        + (split ? "\"N (partial: G/T layers, X RAM)\" loads with G of T layers on the GPU and X in host memory; " : "")
+        + "\"no: why\" does not fit.";
 }
 
 void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequest>& reqs, std::ostream& out)

@@ -3,9 +3,9 @@
 #include "headroom/core/capacity.h"
 #include "headroom/core/enginerules.h"
 #include "headroom/core/plan.h"
+#include "headroom/core/splitbill.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace headroom {
 
@@ -56,37 +56,29 @@ const EngineFigure* engineFigure(const PlanResult& plan, const char* name)
     return nullptr;
 }
 
-// What a split keeps in host memory: the weights left there (mapped pages with mmap) and their AVX2
-// repack copy, the KV of host layers, the host compute buffer and the logits output buffer.
-Bytes hostBill(const PlanResult& plan)
-{
-    Bytes host;
-    for (const char* name : {"host_weights_bytes", "host_repack_bytes", "host_kv_buffer_bytes", "host_split_compute_buffer_bytes",
-                             "output_buffer_bytes"})
-        if (const EngineFigure* f = engineFigure(plan, name))
-            host += Bytes{static_cast<std::uint64_t>(f->value)};
-    return host;
-}
+// What a split keeps in host memory: splitbill.h's host terms (the weights left there, mapped pages
+// with mmap, and their AVX2 repack copy, the KV of host layers, the host compute and output buffers).
+Bytes hostBill(const PlanResult& plan) { return hostMemoryBytes(plan); }
 
-// "28/33 layers on the GPU, 4.1 GiB in host memory" when the engine split the layers (its
-// figure "offloaded N/M layers to GPU" with 1 <= N < M) and the host side it reports.
-std::optional<std::string> partialOffload(const PlanResult& plan)
+// The split in words when the engine split the layers (its figure "offloaded N/M layers to GPU"
+// with N < M, splitbill.h): the reason's "28/33 layers on the GPU, 4.1 GiB in host memory" and
+// the cell's "partial: 28/33 layers, 4.1 GiB RAM" (issue 11's table cell).
+struct SplitWords {
+    std::string reason;
+    std::string cell;
+};
+
+std::optional<SplitWords> partialOffload(const PlanResult& plan)
 {
-    const EngineFigure* gpu = engineFigure(plan, "offload_gpu_layers");
-    if (!gpu)
+    const SplitBill split = splitBill(plan);
+    if (!split.layerSplit)
         return std::nullopt;
-    const auto slash = gpu->printed.rfind('/');
-    std::uint64_t total = 0;
-    for (std::size_t i = slash == std::string::npos ? gpu->printed.size() : slash + 1;
-         i < gpu->printed.size() && std::isdigit(static_cast<unsigned char>(gpu->printed[i])) && total < (1u << 24); ++i)
-        total = total * 10 + static_cast<std::uint64_t>(gpu->printed[i] - '0');
-    if (static_cast<double>(total) <= gpu->value)
-        return std::nullopt;
-    const Bytes host = hostBill(plan);
-    if (gpu->value < 1)
-        return "CPU only (0/" + formatThousands(total) + " layers on the GPU), " + formatBytes(host) + " in host memory";
-    return formatThousands(static_cast<std::uint64_t>(gpu->value)) + "/" + formatThousands(total) + " layers on the GPU, "
-        + formatBytes(host) + " in host memory";
+    const std::string host = formatBytes(split.hostBytes());
+    const std::string layers = formatThousands(split.gpuLayers) + "/" + formatThousands(split.totalLayers);
+    if (split.gpuLayers == 0)
+        return SplitWords{"CPU only (" + layers + " layers on the GPU), " + host + " in host memory",
+                          "CPU only: " + layers + " layers, " + host + " RAM"};
+    return SplitWords{layers + " layers on the GPU, " + host + " in host memory", "partial: " + layers + " layers, " + host + " RAM"};
 }
 
 std::uint64_t capped(std::uint64_t value, std::uint64_t cap) { return cap > 0 ? std::min(value, cap) : value; }
@@ -356,9 +348,9 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
         const Bytes host = hostBill(plan);
         if (request.hostMemoryBytes && host > *request.hostMemoryBytes)
             return doesNotFit(v, FitLimit::HostMemory, "host " + comparison(host, *request.hostMemoryBytes),
-                              *split + ": more than the " + formatBytes(*request.hostMemoryBytes) + " of host memory (--host-ram)");
-        Verdict partial = with(v, FitState::PartialOffload, FitLimit::Weights, *split,
-                               "partial offload: " + *split);
+                              split->reason + ": more than the " + formatBytes(*request.hostMemoryBytes) + " of host memory (--host-ram)");
+        Verdict partial = with(v, FitState::PartialOffload, FitLimit::Weights, split->cell,
+                               "partial offload: " + split->reason);
         // The split holds the context the engine placed it for (offload_context_tokens, per
         // sequence: the asked context, or --fit's minimum when none was asked) for every user.
         const EngineFigure* ctx = engineFigure(plan, "offload_context_tokens");

@@ -1,0 +1,103 @@
+#include "headroom/core/splitbill.h"
+
+#include "headroom/core/plan.h"
+
+#include <cctype>
+
+namespace headroom {
+
+namespace {
+
+const EngineFigure* findFigure(const PlanResult& plan, const std::string& name)
+{
+    for (const EngineFigure& f : plan.engineFigures)
+        if (f.name == name)
+            return &f;
+    return nullptr;
+}
+
+Bytes figureBytes(const EngineFigure& f)
+{
+    return Bytes{f.value > 0 ? static_cast<std::uint64_t>(f.value) : 0};
+}
+
+// The M of a printed "offloaded N/M layers" (0 when absent); bounded to 2^24 layers.
+std::uint32_t printedTotalLayers(const std::string& printed)
+{
+    const auto slash = printed.rfind('/');
+    if (slash == std::string::npos)
+        return 0;
+    std::uint32_t total = 0;
+    for (std::size_t i = slash + 1; i < printed.size() && std::isdigit(static_cast<unsigned char>(printed[i])) && total < (1u << 24); ++i)
+        total = total * 10 + static_cast<std::uint32_t>(printed[i] - '0');
+    return total;
+}
+
+void addItem(std::vector<SplitBillItem>& side, const PlanResult& plan, const char* name, std::string label)
+{
+    if (const EngineFigure* f = findFigure(plan, name))
+        side.push_back({name, std::move(label), figureBytes(*f), f->printed.empty() ? f->source : f->printed});
+}
+
+} // namespace
+
+Bytes SplitBill::gpuBytes() const
+{
+    Bytes sum;
+    for (const SplitBillItem& i : gpu)
+        sum += i.bytes;
+    return sum;
+}
+
+Bytes SplitBill::hostBytes() const
+{
+    Bytes sum;
+    for (const SplitBillItem& i : host)
+        sum += i.bytes;
+    return sum;
+}
+
+SplitBill splitBill(const PlanResult& plan)
+{
+    SplitBill b;
+    if (const EngineFigure* layers = findFigure(plan, "offload_gpu_layers")) {
+        b.gpuLayers = static_cast<std::uint32_t>(layers->value > 0 ? layers->value : 0);
+        b.totalLayers = printedTotalLayers(layers->printed);
+        b.layerSplit = b.totalLayers > b.gpuLayers;
+    }
+    // llama.cpp prints its host model buffer as CPU_Mapped with mmap (src/llama-model.cpp
+    // load_tensors: the file's pages, not a copy), as CPU without.
+    const EngineFigure* hostWeights = findFigure(plan, "host_weights_bytes");
+    b.hostWeightsMapped = hostWeights && hostWeights->printed.find("CPU_Mapped") != std::string::npos;
+    // The host terms, in the order of llama.cpp's load (model buffers, KV, compute, output); the
+    // same list the verdict checks against --host-ram.
+    addItem(b.host, plan, "host_weights_bytes",
+            b.hostWeightsMapped ? "weights (mapped file pages, mmap)" : "weights in host memory");
+    addItem(b.host, plan, "host_repack_bytes", "CPU_REPACK copy of the weights");
+    addItem(b.host, plan, "host_kv_buffer_bytes", "KV cache (host layers)");
+    addItem(b.host, plan, "host_split_compute_buffer_bytes", "compute buffer (host)");
+    // The logits buffer is pinned host memory (llama.cpp's CUDA_Host output buffer); named with the
+    // host side the engine printed, as the verdict counts it.
+    if (hostWeights)
+        addItem(b.host, plan, "output_buffer_bytes", "output buffer (logits)");
+    if (!b.layerSplit)
+        return b;
+    // The GPU side: llama.cpp's CUDA0 model and KV buffers; Ollama prints no per-device buffers,
+    // so its GPU side stays the plan's own bill.
+    const EngineFigure* gpuWeights = findFigure(plan, "gpu_weights_bytes");
+    const EngineFigure* gpuKv = findFigure(plan, "gpu_kv_buffer_bytes");
+    if (!gpuWeights || !gpuKv)
+        return b;
+    b.gpu.push_back({"gpu_weights_bytes", "weights (GPU layers)", figureBytes(*gpuWeights), gpuWeights->printed});
+    for (const OverheadItem& o : plan.overheads)
+        b.gpu.push_back({o.name, o.name, o.bytes, o.note});
+    b.gpu.push_back({"gpu_kv_buffer_bytes", "KV cache (GPU layers)", figureBytes(*gpuKv), gpuKv->printed});
+    return b;
+}
+
+Bytes hostMemoryBytes(const PlanResult& plan)
+{
+    return splitBill(plan).hostBytes();
+}
+
+} // namespace headroom
