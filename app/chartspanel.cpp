@@ -3,6 +3,7 @@
 #include "catalog.h"
 #include "formatting.h"
 #include "roofline.h"
+#include "chartstyle.h"
 #include "theme.h"
 
 #include <QGuiApplication>
@@ -48,6 +49,8 @@ QChartView* makeView(QWidget* parent, const QString& accessibleName)
     view->setAccessibleName(accessibleName);
     return view;
 }
+
+} // namespace
 
 void resetChart(QChart* chart, const QString& title)
 {
@@ -102,6 +105,8 @@ void attach(QChart* chart, QAbstractSeries* series, QAbstractAxis* x, QAbstractA
     series->attachAxis(x);
     series->attachAxis(y);
 }
+
+namespace {
 
 // The base of a log axis running from 1 to @p top: few enough labels to stay readable in a third
 // of 1280 pixels (2 up to 16, 4 up to 256, else 8, 16 past 2^15).

@@ -6,8 +6,15 @@
 #include "choicespanel.h"
 #include "enginespanel.h"
 #include "formatting.h"
+#include "gpulayerscontrol.h"
 #include "memorybar.h"
+#include "placementindicator.h"
 #include "probepanel.h"
+#include "splitsegments.h"
+#include "splitspeedchart.h"
+
+#include "headroom/core/offloadsweep.h"
+#include "headroom/core/splitbill.h"
 
 #include <QLabel>
 #include <QTabWidget>
@@ -23,6 +30,14 @@ QString verdictText(const PlanResult& p)
     if (reason.startsWith(QString::fromStdString(label + ": ")))
         reason = reason.mid(static_cast<qsizetype>(label.size()) + 2);
     QString text = QStringLiteral("<b>%1</b>: %2.").arg(QString::fromStdString(label).toHtmlEscaped(), reason.toHtmlEscaped());
+    // A layer split holds the context the engine placed it for (core's headline); the card's own
+    // KV figures below do not apply to it.
+    if (v.state == FitState::PartialOffload) {
+        QString caption = QString::fromStdString(headlineCaption(v.headline));
+        if (!caption.isEmpty())
+            caption[0] = caption[0].toUpper();
+        return text + QStringLiteral(" %1: <b>%2</b>. Weights %3.").arg(caption.toHtmlEscaped(), thousands(v.headline.value), bytesText(p.weightsBytes));
+    }
     if (v.state != FitState::DoesNotFit || v.limit == FitLimit::EngineRefusesToStart)
         text += QStringLiteral(" Max context for %1: <b>%2</b>; max users at %3 tokens: <b>%4</b>; max resident tokens: <b>%5</b> "
                                "(%6 B/token).")
@@ -49,6 +64,14 @@ DetailPanel::DetailPanel(std::shared_ptr<ProbeBackend> probeBackend, QWidget* pa
     m_barLegend = new QLabel;
     m_barLegend->setWordWrap(true);
     m_barLegend->setObjectName(QStringLiteral("MemoryLegend"));
+    m_hostBar = new MemoryBar;
+    m_hostBar->setAccessibleName(QStringLiteral("Host memory bar"));
+    m_hostBar->setTotalCaption(QStringLiteral("host RAM"));
+    m_hostLegend = new QLabel;
+    m_hostLegend->setWordWrap(true);
+    m_hostLegend->setObjectName(QStringLiteral("HostMemoryLegend"));
+    m_layers = new GpuLayersControl;
+    connect(m_layers, &GpuLayersControl::gpuLayersChosen, this, &DetailPanel::chooseGpuLayers);
 
     m_tabs = new QTabWidget;
     m_charts = new ChartsPanel;
@@ -59,6 +82,8 @@ DetailPanel::DetailPanel(std::shared_ptr<ProbeBackend> probeBackend, QWidget* pa
     m_tabs->addTab(m_engines, QStringLiteral("E&ngines compared"));
     m_probes = new ProbePanel(std::move(probeBackend));
     m_tabs->addTab(m_probes, QStringLiteral("Pr&obes"));
+    m_splitSpeed = new SplitSpeedChart;
+    m_tabs->addTab(m_splitSpeed, QStringLiteral("Speed per &split"));
     connect(m_probes, &ProbePanel::measuredSpeed, this, [this](const std::vector<std::pair<std::uint64_t, double>>& points) {
         std::vector<MeasuredSpeed> m;
         for (const auto& [batch, tps] : points)
@@ -72,6 +97,9 @@ DetailPanel::DetailPanel(std::shared_ptr<ProbeBackend> probeBackend, QWidget* pa
     layout->addWidget(m_limits);
     layout->addWidget(m_bar);
     layout->addWidget(m_barLegend);
+    layout->addWidget(m_hostBar);
+    layout->addWidget(m_hostLegend);
+    layout->addWidget(m_layers);
     layout->addWidget(m_tabs, 1);
 }
 
@@ -81,6 +109,11 @@ void DetailPanel::showNoPlan(const QString& why)
     m_limits->clear();
     m_bar->setSegments({}, Bytes{});
     m_barLegend->clear();
+    m_hostBar->hide();
+    m_hostLegend->hide();
+    m_layers->setUnavailable(QStringLiteral("GPU layers: no plan"));
+    m_splitSpeed->clear(why);
+    m_request.reset();
     m_bill->clear();
     m_engines->clear();
     m_probes->clearPlan();
@@ -116,14 +149,79 @@ void DetailPanel::setCell(const Catalog& catalog, const Selection& selection, co
                               QString::fromStdString(p.kvDtypeId), cardLabel(*card),
                               engine ? QString::fromStdString(engine->name) : QString::fromStdString(p.engineId)));
     m_title->setToolTip(model ? modelToolTip(*model) : QString());
+    m_users = users;
+    m_context = context;
+    auto request = requestFor(catalog, selection, modelId, formatId, cardId);
+    m_request.reset();
+    if (request)
+        m_request = *request;
+    showPlan(p);
+    // The slider and the speed per split: every -ngl the engine accepts, each planned by core.
+    const std::uint32_t total = request ? offloadLayerCount(*request) : 0;
+    const auto steps = total > 0 ? offloadSweep(*request) : tl::expected<std::vector<OffloadStep>, std::string>{};
+    if (total == 0 || !steps) {
+        const QString why = !steps ? QString::fromStdString(steps.error())
+                                   : QStringLiteral("GPU layers: %1 keeps every layer on the GPU (no layer offload)")
+                                         .arg(engine ? QString::fromStdString(engine->name) : QString::fromStdString(p.engineId));
+        m_layers->setUnavailable(why);
+        m_splitSpeed->clear(why);
+    } else {
+        const SplitBill split = splitBill(p);
+        const std::uint32_t shown = split.totalLayers > 0 ? split.gpuLayers : total;
+        m_layers->setLayers(total, shown, true);
+        m_splitSpeed->setSteps(*steps, shown,
+                               QStringLiteral("%1 GB/s assumed: dual-channel DDR5-5600").arg(kDefaultHostBandwidthGBps, 0, 'f', 1));
+    }
+    m_engines->setRows(compareEngines(catalog, selection, modelId, formatId, cardId));
+    if (request)
+        m_probes->setPlan(p, *request);
+}
+
+void DetailPanel::showPlan(const PlanResult& p)
+{
     m_limits->setText(verdictText(p));
     m_limits->setToolTip(QString::fromStdString(p.reason));
-    m_bill->setPlan(p, users, context);
-    m_bar->setSegments(m_bill->breakdown()->segments(), p.cardTotalBytes);
+    m_bill->setPlan(p, m_users, m_context);
+    // A layer split: the card's row is the GPU side of the split, host RAM a row of its own.
+    const SplitBill split = splitBill(p);
+    const std::vector<BillSegment> gpu = gpuSplitSegments(p, split);
+    m_bar->setSegments(gpu.empty() ? m_bill->breakdown()->segments() : gpu, p.cardTotalBytes);
     m_barLegend->setText(m_bar->legendHtml());
-    m_engines->setRows(compareEngines(catalog, selection, modelId, formatId, cardId));
-    if (auto request = requestFor(catalog, selection, modelId, formatId, cardId))
-        m_probes->setPlan(p, *request);
+    const std::vector<BillSegment> host = hostSegments(split);
+    m_hostBar->setVisible(!host.empty());
+    m_hostLegend->setVisible(!host.empty());
+    if (!host.empty()) {
+        const Bytes hostRam = m_request && m_request->hostMemoryBytes ? *m_request->hostMemoryBytes : split.hostBytes();
+        m_hostBar->setTotalCaption(m_request && m_request->hostMemoryBytes ? QStringLiteral("host RAM (--host-ram)")
+                                                                           : QStringLiteral("host RAM needed"));
+        m_hostBar->setSegments(host, hostRam);
+        m_hostLegend->setText(QStringLiteral("<b>Host RAM</b>: ") + m_hostBar->legendHtml());
+    }
+    QString summary = placementSummary(p).toHtmlEscaped();
+    if (p.verdict.loads() && p.speed)
+        summary += QStringLiteral(", about <b>%1 tokens/s</b>").arg(p.speed->decodeTokensPerSecond, 0, 'f', 1);
+    m_layers->setSummary(summary);
+}
+
+void DetailPanel::chooseGpuLayers(std::optional<std::uint32_t> gpuLayers)
+{
+    if (!m_request)
+        return;
+    PlanRequest r = *m_request;
+    r.gpuLayers = gpuLayers;
+    auto plan = makePlan(r);
+    if (!plan) {
+        m_layers->setSummary(QString::fromStdString(plan.error()).toHtmlEscaped());
+        return;
+    }
+    m_plan = *plan;
+    showPlan(*plan);
+    const SplitBill split = splitBill(*plan);
+    const std::uint32_t total = offloadLayerCount(r);
+    const std::uint32_t shown = gpuLayers ? *gpuLayers : (split.totalLayers > 0 ? split.gpuLayers : total);
+    if (!gpuLayers)
+        m_layers->setLayers(total, shown, true);
+    m_splitSpeed->setShown(shown);
 }
 
 } // namespace headroom::app

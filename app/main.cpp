@@ -92,7 +92,7 @@ int main(int argc, char** argv)
                                    QStringLiteral("M"));
     const QCommandLineOption profiles(QStringLiteral("profiles"), QStringLiteral("Folder of the built-in profiles."),
                                       QStringLiteral("DIR"));
-    const QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("Detail tab to show: plots, bill, engines or probes."),
+    const QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("Detail tab to show: plots, bill, engines, probes or split."),
                                  QStringLiteral("NAME"), QStringLiteral("plots"));
     const QCommandLineOption cards(QStringLiteral("cards"), QStringLiteral("Cards to show, comma-separated profile ids or sizes "
                                                                            "(rtx-4090,12GiB), instead of the ones chosen last."),
@@ -100,7 +100,13 @@ int main(int argc, char** argv)
     const QCommandLineOption log(QStringLiteral("log"), QStringLiteral("Open an engine's start-up log in the Log panel (with "
                                                                        "--screenshot, the panel is rendered)."),
                                  QStringLiteral("FILE"));
-    parser.addOptions({screenshot, size, dark, light, quitAfter, model, profiles, tab, cards, log});
+    const QCommandLineOption engine(QStringLiteral("engine"), QStringLiteral("Engine profile id (vllm, llama.cpp, ...), instead of the "
+                                                                             "one chosen last."),
+                                    QStringLiteral("ID"));
+    const QCommandLineOption format(QStringLiteral("format"), QStringLiteral("Weight format id (int4-g128, q4_k, ...), instead of the "
+                                                                             "one chosen last."),
+                                    QStringLiteral("ID"));
+    parser.addOptions({screenshot, size, dark, light, quitAfter, model, profiles, tab, cards, log, engine, format});
     parser.process(app);
 
     const bool shooting = parser.isSet(screenshot);
@@ -155,6 +161,8 @@ int main(int argc, char** argv)
     options.detectGpus = !shooting;
     options.scanLocalStores = !shooting;
     options.modelArg = parser.value(model).toStdString();
+    options.engineArg = parser.value(engine).toStdString();
+    options.formatArg = parser.value(format).toStdString();
     for (const QString& c : parser.value(cards).split(QLatin1Char(','), Qt::SkipEmptyParts))
         options.cardArgs.push_back(c.trimmed().toStdString());
     options.probeBackend = headroom::app::createProbeBackend(
@@ -166,10 +174,11 @@ int main(int argc, char** argv)
         window.resize(width, height);
     else if (!useSettings)
         window.resize(1280, 800);
-    const QStringList tabs = {QStringLiteral("plots"), QStringLiteral("bill"), QStringLiteral("engines"), QStringLiteral("probes")};
+    const QStringList tabs = {QStringLiteral("plots"), QStringLiteral("bill"), QStringLiteral("engines"), QStringLiteral("probes"),
+                              QStringLiteral("split")};
     const qsizetype tabIndex = tabs.indexOf(parser.value(tab));
     if (tabIndex < 0) {
-        std::fprintf(stderr, "headroom: --tab expects plots, bill, engines or probes\n");
+        std::fprintf(stderr, "headroom: --tab expects plots, bill, engines, probes or split\n");
         return 1;
     }
     window.detailTabs()->setCurrentIndex(static_cast<int>(tabIndex));

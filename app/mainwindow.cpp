@@ -95,6 +95,14 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
             else
                 qWarning("--cards: unknown card '%s': not a profile id (headroom-cli cards lists them) nor a size", c.c_str());
     }
+    if (!m_options.engineArg.empty()) {
+        if (m_catalog.findEngine(m_options.engineArg))
+            s.engineId = m_options.engineArg;
+        else
+            qWarning("--engine: unknown engine '%s' (headroom-cli engines lists them)", m_options.engineArg.c_str());
+    }
+    if (!m_options.formatArg.empty())
+        s.formatId = m_options.formatArg;
     if (!m_catalog.findModel(s.modelId))
         s.modelId = m_catalog.findModel(kDefaultModelId) ? std::string(kDefaultModelId)
                                                          : (m_catalog.modelIds().empty() ? std::string() : m_catalog.modelIds().front());

@@ -49,6 +49,8 @@ public:
         bool scanLocalStores = false;     ///< list the hub cache, Ollama and LM Studio models in the model picker (the app turns it on)
         std::string modelArg;             ///< --model: a profile id or a path to import
         std::vector<std::string> cardArgs; ///< --cards: profile ids or sizes (12GiB) replacing the chosen cards
+        std::string engineArg;            ///< --engine: an engine profile id replacing the chosen engine
+        std::string formatArg;            ///< --format: a weight format id replacing the chosen one
         std::shared_ptr<ProbeBackend> probeBackend; ///< default: createProbeBackend()
     };
 

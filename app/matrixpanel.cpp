@@ -3,6 +3,7 @@
 
 #include "choicespanel.h"
 #include "formatting.h"
+#include "placementindicator.h"
 #include "whatfitsmodel.h"
 
 #include "headroom/core/verdict.h"
@@ -42,7 +43,8 @@ QString matrixCaption(const Catalog& catalog, const Selection& s)
                       legendChip(QStringLiteral("fits with less (the limit in brackets)"), fitColor(Fit::Short)),
                       legendChip(QStringLiteral("partial offload"), fitColor(Fit::Partial)),
                       legendChip(QStringLiteral("does not fit"), fitColor(Fit::NoRoom))}
-              .join(QLatin1Char(' '));
+              .join(QLatin1Char(' '))
+        + QStringLiteral(". Placement: ") + placementLegendHtml();
 }
 
 MatrixPanel::MatrixPanel(QWidget* parent) : QWidget(parent)

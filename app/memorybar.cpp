@@ -29,6 +29,12 @@ void MemoryBar::setSegments(std::vector<BillSegment> segments, Bytes cardTotal)
     update();
 }
 
+void MemoryBar::setTotalCaption(const QString& caption)
+{
+    m_totalCaption = caption;
+    update();
+}
+
 QSize MemoryBar::sizeHint() const
 {
     return {600, minimumSizeHint().height()};
@@ -77,7 +83,10 @@ QString MemoryBar::toolTipFor(int i) const
         return {};
     const BillSegment& s = m_segments[static_cast<std::size_t>(i)];
     const double share = m_cardTotal.value ? 100.0 * static_cast<double>(s.bytes.value) / static_cast<double>(m_cardTotal.value) : 0;
-    QString text = QStringLiteral("%1: %2, %3 % of the card").arg(s.name, exactBytesText(s.bytes)).arg(share, 0, 'f', 1);
+    QString text = QStringLiteral("%1: %2, %3 % of the %4")
+                       .arg(s.name, exactBytesText(s.bytes))
+                       .arg(share, 0, 'f', 1)
+                       .arg(m_totalCaption == QStringLiteral("card total") ? QStringLiteral("card") : m_totalCaption);
     if (!s.note.isEmpty())
         text += QLatin1Char('\n') + s.note;
     return text;
@@ -158,7 +167,7 @@ void MemoryBar::paintEvent(QPaintEvent*)
     p.setPen(palette().color(QPalette::WindowText));
     const QRectF axis(bar.left(), bar.bottom() + 3, bar.width(), fontMetrics().height());
     p.drawText(axis, Qt::AlignLeft | Qt::AlignVCenter, QStringLiteral("0"));
-    const QString cardText = QStringLiteral("card total %1").arg(bytesText(m_cardTotal));
+    const QString cardText = QStringLiteral("%1 %2").arg(m_totalCaption, bytesText(m_cardTotal));
     const int tw = fontMetrics().horizontalAdvance(cardText);
     const double tx = std::clamp(cardX - tw, bar.left() + 20, bar.right() - tw);
     p.drawText(QRectF(tx, axis.top(), tw + 2, axis.height()), Qt::AlignLeft | Qt::AlignVCenter, cardText);

@@ -15,6 +15,9 @@ public:
     explicit MemoryBar(QWidget* parent = nullptr);
 
     void setSegments(std::vector<BillSegment> segments, Bytes cardTotal);
+    /// The words before the total on the axis: "card total" (the default), "host memory".
+    void setTotalCaption(const QString& caption);
+    const QString& totalCaption() const { return m_totalCaption; }
     const std::vector<BillSegment>& segments() const { return m_segments; }
 
     /// The segment under x (widget coordinates), or -1.
@@ -38,6 +41,7 @@ private:
 
     std::vector<BillSegment> m_segments;
     Bytes m_cardTotal;
+    QString m_totalCaption = QStringLiteral("card total");
 };
 
 } // namespace headroom::app

@@ -1,6 +1,7 @@
 #include "whatfitsmodel.h"
 
 #include "formatting.h"
+#include "placementindicator.h"
 
 #include <QGuiApplication>
 #include <QPalette>
@@ -156,6 +157,12 @@ QVariant WhatFitsModel::data(const QModelIndex& index, int role) const
         return QVariant::fromValue<quint64>(cell ? cell->verdict.headline.value : 0);
     case FitRole:
         return fitIndex(fit);
+    // The fit indicator: where the model goes in memory; none where the engine cannot run the
+    // request at all (verdict.h: only the verdict and its reason are printed for it).
+    case PlacementRole:
+        return cell && !cell->verdict.engineCannotRun() ? QVariant(static_cast<int>(placementOf(*cell))) : QVariant();
+    case Qt::DecorationRole:
+        return cell && !cell->verdict.engineCannotRun() ? QVariant(placementIcon(placementOf(*cell))) : QVariant();
     case Qt::BackgroundRole:
         return fitColor(fit);
     case Qt::TextAlignmentRole:
@@ -169,7 +176,7 @@ QVariant WhatFitsModel::data(const QModelIndex& index, int role) const
                  QString::fromStdString(headlineCaption(cell->verdict.headline)), thousands(cell->verdict.headline.value),
                  bytesText(cell->weightsBytes), bytesText(totalBytes(cell->overheads)), bytesText(cell->usableBytes),
                  bytesText(cell->cardTotalBytes))
-            + QLatin1Char('\n') + QString::fromStdString(cell->verdict.reason);
+            + QLatin1Char('\n') + QString::fromStdString(cell->verdict.reason) + (cell->verdict.engineCannotRun() ? QString() : QLatin1Char('\n') + placementToolTip(*cell));
     default:
         return {};
     }

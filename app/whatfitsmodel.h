@@ -25,7 +25,10 @@ class WhatFitsModel : public QAbstractTableModel
 public:
     /// The fixed columns; one column per card follows.
     enum Column { Name, Weights, FixedColumnCount };
-    enum Role { RawRole = Qt::UserRole, FitRole };
+    /// RawRole: the sort key; FitRole: the Fit as int; PlacementRole: core's Placement as int
+    /// (the fit indicator's shape, placementindicator.h), absent for an error cell and where the
+    /// engine cannot run the request (Verdict::engineCannotRun).
+    enum Role { RawRole = Qt::UserRole, FitRole, PlacementRole };
 
     explicit WhatFitsModel(QObject* parent = nullptr);
 

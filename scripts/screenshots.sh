@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/screenshots/*.png with `headroom --screenshot`: every view (the plots tab of
-# the main window, the Memory bill, Engines compared, Probes and the Log panel) at 1280x800 and
+# the main window, the Memory bill, Engines compared, Probes, the speed per split of a partial
+# offload (Llama-2-13B q4_k on an RTX 4060 under llama.cpp) and the Log panel) at 1280x800 and
 # 1920x1080 in the light and dark palettes. Look at every one after running it.
 #
 #   scripts/screenshots.sh [BUILD_DIR]     (default: build)
@@ -37,6 +38,10 @@ for size in 1280x800 1920x1080; do
     for tab in bill engines probes; do
       shot "$tab-$size-$palette.png" --size "$size" --"$palette" --tab "$tab"
     done
+    # A partial offload: the fit indicator per cell, the GPU and host RAM rows of the memory bar,
+    # the GPU-layers slider at --fit's split and the speed per split (the detail shows the last card).
+    shot "offload-$size-$palette.png" --size "$size" --"$palette" --model llama-2-13b --format q4_k --engine llama.cpp \
+      --cards rtx-4090,rtx-4060-ti-16gb,rtx-4060 --tab split
     HOME=$logdir HF_HUB_OFFLINE=1 HEADROOM_USER_PROFILES=$logdir/profiles shot "log-$size-$palette.png" --size "$size" --"$palette" --log "$log"
   done
 done

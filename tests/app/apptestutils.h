@@ -8,10 +8,13 @@
 #include "testconfig.h"
 
 #include <QAbstractItemModel>
+#include <QJsonDocument>
+#include <QProcess>
 #include <QStringList>
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 namespace headroom::app::test {
@@ -31,6 +34,20 @@ inline const ProfileSet& profiles()
 inline Catalog catalog()
 {
     return Catalog(profiles());
+}
+
+/// The headroom-cli built next to the app (for tests that compare the two faces).
+inline QString cliPath() { return QStringLiteral(HEADROOM_BINARY_DIR "/bin/headroom-cli"); }
+
+/// Runs headroom-cli with @p args (30 s at most) and parses its standard output as JSON; nullopt
+/// when it fails to start, times out or exits non-zero.
+inline std::optional<QJsonDocument> runCli(const QStringList& args)
+{
+    QProcess p;
+    p.start(cliPath(), args);
+    if (!p.waitForFinished(30000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+        return std::nullopt;
+    return QJsonDocument::fromJson(p.readAllStandardOutput());
 }
 
 /// Every row of a flat model as "a | b | c", DisplayRole, headers first.

@@ -27,8 +27,6 @@ using namespace headroom::app;
 
 namespace {
 
-QString cli() { return QStringLiteral(HEADROOM_BINARY_DIR "/bin/headroom-cli"); }
-
 struct Answer {
     bool ok = false;
     std::string state;
@@ -52,15 +50,7 @@ Answer fromVerdict(const QJsonObject& v)
             static_cast<quint64>(v.value("headline").toObject().value("value").toDouble())};
 }
 
-// Runs the CLI; nullopt on a non-zero exit.
-std::optional<QJsonDocument> runCli(const QStringList& args)
-{
-    QProcess p;
-    p.start(cli(), args);
-    if (!p.waitForFinished(30000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
-        return std::nullopt;
-    return QJsonDocument::fromJson(p.readAllStandardOutput());
-}
+using test::runCli;
 
 const std::string& stateId(Fit fit)
 {
@@ -416,7 +406,7 @@ TEST_CASE("scripts/run.sh without a display prints the plan the app opens on", "
     // The display decision: no display runs the CLI (table, then plan); a display opens the app.
     const QStringList noDisplay = runShCommands(false);
     REQUIRE(noDisplay.size() == 2);
-    const QString cliPath = cli();
+    const QString cliPath = test::cliPath();
     CHECK(noDisplay[0].startsWith(cliPath + QStringLiteral(" table ")));
     CHECK(noDisplay[1].startsWith(cliPath + QStringLiteral(" plan ")));
     if (QFile::exists(QStringLiteral(HEADROOM_BINARY_DIR "/bin/headroom"))) {

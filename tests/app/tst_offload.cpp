@@ -1,0 +1,249 @@
+// The fit indicator per cell and the GPU-layers slider of the detail view (issue 11): each state
+// (full GPU / partial / CPU only / too large for this machine) shown with core's numbers, the same
+// as `headroom-cli plan --offload N --json` prints for the same request.
+
+#include "apptestutils.h"
+#include "detailpanel.h"
+#include "gpulayerscontrol.h"
+#include "memorybar.h"
+#include "placementindicator.h"
+#include "splitspeedchart.h"
+#include "whatfitsmodel.h"
+
+#include "headroom/core/splitbill.h"
+
+#include <QIcon>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QScatterSeries>
+
+#include <catch2/catch.hpp>
+
+using namespace headroom;
+using namespace headroom::app;
+
+namespace {
+
+// Llama-2-13B in q4_k under llama.cpp, 1 user x 4,096 tokens, on @p card.
+Selection offloadSelection(const std::string& model, const std::string& format, const std::string& card)
+{
+    Selection s = Selection::defaults();
+    s.modelId = model;
+    s.formatId = format;
+    s.engineId = "llama.cpp";
+    s.kvDtypeId = "fp16";
+    s.cardIds = {card};
+    s.users = 1;
+    s.contextTokens = 4096;
+    return s;
+}
+
+// `plan --json` of the same request, with --offload @p offload ("auto", "0", "41").
+QJsonObject cliPlan(const Selection& s, const QString& offload)
+{
+    const auto doc = test::runCli({"plan", "-m", QString::fromStdString(s.modelId), "-w", QString::fromStdString(s.formatId), "-c",
+                                   QString::fromStdString(s.cardIds.front()), "-e", QString::fromStdString(s.engineId), "--kv-dtype",
+                                   QString::fromStdString(s.kvDtypeId), "--users", QString::number(s.users), "--context",
+                                   QString::number(s.contextTokens), "--offload", offload, "--json"});
+    REQUIRE(doc);
+    return doc->object();
+}
+
+double cliFigure(const QJsonObject& plan, const char* name)
+{
+    for (const QJsonValue& f : plan.value("engine_figures").toArray())
+        if (f.toObject().value("name").toString() == QLatin1String(name))
+            return f.toObject().value("value").toDouble();
+    FAIL("no engine figure " << name << " in plan --json");
+    return 0;
+}
+
+// The host terms the CLI prints, added as splitbill.h names them (the logits buffer with the host
+// side llama.cpp printed).
+double cliHostBytes(const QJsonObject& plan)
+{
+    double sum = 0;
+    bool hostSide = false;
+    for (const char* name : {"host_weights_bytes", "host_repack_bytes", "host_kv_buffer_bytes", "host_split_compute_buffer_bytes",
+                             "output_buffer_bytes"})
+        for (const QJsonValue& f : plan.value("engine_figures").toArray())
+            if (f.toObject().value("name").toString() == QLatin1String(name)) {
+                hostSide = hostSide || QLatin1String(name) == QLatin1String("host_weights_bytes");
+                if (hostSide)
+                    sum += f.toObject().value("value").toDouble();
+            }
+    return sum;
+}
+
+double barBytes(const MemoryBar& bar)
+{
+    double sum = 0;
+    for (const BillSegment& s : bar.segments())
+        sum += static_cast<double>(s.bytes.value);
+    return sum;
+}
+
+// The app's shown plan against the CLI's: state, headline, split, host bytes and tokens/s.
+void checkSameAsCli(const DetailPanel& panel, const QJsonObject& cli)
+{
+    REQUIRE(panel.plan());
+    const PlanResult& p = *panel.plan();
+    const QJsonObject verdict = cli.value("verdict").toObject();
+    CHECK(fitStateId(p.verdict.state) == verdict.value("state").toString().toStdString());
+    CHECK(p.verdict.detail == verdict.value("detail").toString().toStdString());
+    CHECK(static_cast<double>(p.verdict.headline.value) == verdict.value("headline").toObject().value("value").toDouble());
+    CHECK(static_cast<double>(hostMemoryBytes(p).value) == cliHostBytes(cli));
+    if (p.verdict.loads()) {
+        REQUIRE(p.speed);
+        CHECK(p.speed->decodeTokensPerSecond == Approx(cli.value("speed").toObject().value("decode_tokens_per_s").toDouble()).epsilon(1e-9));
+    }
+}
+
+} // namespace
+
+TEST_CASE("offload: llama-2-13b q4_k on an RTX 4060 is partial, the slider starts at --fit's split", "[offload]")
+{
+    const Catalog catalog = test::catalog();
+    const Selection s = offloadSelection("llama-2-13b", "q4_k", "rtx-4060");
+    const QJsonObject cli = cliPlan(s, QStringLiteral("auto"));
+    const double gpuLayers = cliFigure(cli, "offload_gpu_layers");
+    REQUIRE(gpuLayers > 0);
+    REQUIRE(gpuLayers < 41);
+
+    // The matrix cell: the partial shape, and the split in its tooltip.
+    WhatFitsModel model;
+    model.setMatrix(computeMatrix(catalog, s), s.cardIds, {QStringLiteral("RTX 4060")}, s.contextTokens);
+    QModelIndex cell;
+    QModelIndex refused;
+    for (int r = 0; r < model.rowCount(); ++r) {
+        if (model.row(r)->formatId == "q4_k")
+            cell = model.index(r, WhatFitsModel::FixedColumnCount);
+        if (model.row(r)->formatId == "awq-g128") // llama.cpp cannot load it: no placement to show
+            refused = model.index(r, WhatFitsModel::FixedColumnCount);
+    }
+    REQUIRE(cell.isValid());
+    REQUIRE(refused.isValid());
+    CHECK_FALSE(model.data(refused, WhatFitsModel::PlacementRole).isValid());
+    CHECK_FALSE(model.data(refused, Qt::DecorationRole).isValid());
+    CHECK(model.data(cell, WhatFitsModel::PlacementRole).toInt() == static_cast<int>(Placement::Partial));
+    CHECK_FALSE(model.data(cell, Qt::DecorationRole).value<QIcon>().isNull());
+    const QString tip = model.data(cell, Qt::ToolTipRole).toString();
+    CHECK(tip.contains(QStringLiteral("Placement: \u25D0 partial offload")));
+    CHECK(tip.contains(QStringLiteral("%1/41 layers on the GPU").arg(gpuLayers)));
+    CHECK(model.data(cell).toString().toStdString() == cli.value("verdict").toObject().value("cell").toString().toStdString());
+
+    // The detail view: slider 0..41 at the automatic split, host RAM row, the speed per split.
+    DetailPanel panel(std::make_shared<test::FakeProbeBackend>());
+    panel.setCell(catalog, s, s.modelId, s.formatId, s.cardIds.front());
+    checkSameAsCli(panel, cli);
+    GpuLayersControl* layers = panel.gpuLayers();
+    CHECK(layers->slider()->isEnabled());
+    CHECK_FALSE(layers->isHidden());
+    CHECK(layers->slider()->minimum() == 0);
+    CHECK(layers->slider()->maximum() == 41);
+    CHECK(layers->slider()->value() == static_cast<int>(gpuLayers));
+    CHECK_FALSE(layers->chosen());
+    CHECK_FALSE(layers->automaticButton()->isEnabled());
+    CHECK(layers->summary()->text().startsWith(
+        QStringLiteral("\u25D0 ") + cli.value("verdict").toObject().value("detail").toString().toHtmlEscaped()));
+    CHECK(cli.value("verdict").toObject().value("detail").toString().startsWith(QStringLiteral("partial: %1/41 layers, ").arg(gpuLayers)));
+    CHECK_FALSE(panel.hostBar()->isHidden());
+    CHECK(barBytes(*panel.hostBar()) == cliHostBytes(cli));
+    REQUIRE_FALSE(panel.hostBar()->segments().empty());
+    CHECK(panel.hostBar()->segments().front().name == QStringLiteral("weights (mapped file pages, mmap)"));
+    CHECK(panel.hostBar()->segments().front().note.contains(QStringLiteral("not a copy")));
+    // The GPU row is the split's GPU side: its model and KV buffers as llama.cpp prints them.
+    const auto& gpu = panel.memoryBar()->segments();
+    REQUIRE(gpu.size() >= 3);
+    CHECK(static_cast<double>(gpu.front().bytes.value) == cliFigure(cli, "gpu_weights_bytes"));
+    // The speed per split: one point per -ngl that loads, the mark at the split on show.
+    SplitSpeedChart* chart = panel.splitSpeed();
+    REQUIRE(chart->steps().size() == 42);
+    REQUIRE(chart->speedSeries());
+    REQUIRE(chart->shownMark()->count() == 1);
+    CHECK(chart->shownMark()->at(0).x() == gpuLayers);
+    CHECK(chart->shownMark()->at(0).y() == Approx(cli.value("speed").toObject().value("decode_tokens_per_s").toDouble()).epsilon(1e-9));
+}
+
+TEST_CASE("offload: the slider re-plans through core: CPU only, too large, and back to automatic", "[offload]")
+{
+    const Catalog catalog = test::catalog();
+    const Selection s = offloadSelection("llama-2-13b", "q4_k", "rtx-4060");
+    DetailPanel panel(std::make_shared<test::FakeProbeBackend>());
+    panel.setCell(catalog, s, s.modelId, s.formatId, s.cardIds.front());
+    const int automatic = panel.gpuLayers()->slider()->value();
+
+    // -ngl 0: CPU only, the whole model in host RAM.
+    panel.gpuLayers()->slider()->setValue(0);
+    REQUIRE(panel.gpuLayers()->chosen() == 0u);
+    const QJsonObject cpu = cliPlan(s, QStringLiteral("0"));
+    checkSameAsCli(panel, cpu);
+    CHECK(placementOf(*panel.plan()) == Placement::CpuOnly);
+    CHECK(panel.gpuLayers()->summary()->text().startsWith(QStringLiteral("\u25CB CPU only: 0/41 layers, ")));
+    CHECK(panel.gpuLayers()->automaticButton()->isEnabled());
+    CHECK(barBytes(*panel.hostBar()) == cliHostBytes(cpu));
+    CHECK(panel.splitSpeed()->shownMark()->at(0).x() == 0);
+
+    // -ngl 41: every layer on an 8 GB card does not load: too large for this machine.
+    panel.gpuLayers()->slider()->setValue(41);
+    const QJsonObject all = cliPlan(s, QStringLiteral("41"));
+    checkSameAsCli(panel, all);
+    CHECK(all.value("verdict").toObject().value("state").toString() == QStringLiteral("does_not_fit"));
+    CHECK(placementOf(*panel.plan()) == Placement::TooLarge);
+    CHECK(panel.gpuLayers()->summary()->text().contains(QStringLiteral("\u2715 too large for this machine")));
+    CHECK(panel.splitSpeed()->shownMark()->count() == 0); // nothing to mark: it does not load
+    CHECK(panel.splitSpeed()->caption()->text().contains(QStringLiteral("41 layers")));
+
+    // Automatic: the engine's own split again.
+    panel.gpuLayers()->automaticButton()->click();
+    checkSameAsCli(panel, cliPlan(s, QStringLiteral("auto")));
+    CHECK(panel.gpuLayers()->slider()->value() == automatic);
+    CHECK_FALSE(panel.gpuLayers()->chosen());
+}
+
+TEST_CASE("offload: a model that fits is full GPU, no host row, the slider at every layer", "[offload]")
+{
+    const Catalog catalog = test::catalog();
+    const Selection s = offloadSelection("llama-3.1-8b", "q4_k", "rtx-4090");
+    DetailPanel panel(std::make_shared<test::FakeProbeBackend>());
+    panel.setCell(catalog, s, s.modelId, s.formatId, s.cardIds.front());
+    checkSameAsCli(panel, cliPlan(s, QStringLiteral("auto")));
+    CHECK(placementOf(*panel.plan()) == Placement::FullGpu);
+    CHECK(panel.gpuLayers()->slider()->maximum() == 33);
+    CHECK(panel.gpuLayers()->slider()->value() == 33);
+    CHECK(panel.gpuLayers()->summary()->text().startsWith(QStringLiteral("\u25CF full GPU")));
+    CHECK(panel.hostBar()->isHidden());
+}
+
+TEST_CASE("offload: an engine without layer offload disables the slider and says why", "[offload]")
+{
+    const Catalog catalog = test::catalog();
+    Selection s = offloadSelection("llama-3.1-8b", "int4-g128", "rtx-4090");
+    s.engineId = "vllm";
+    DetailPanel panel(std::make_shared<test::FakeProbeBackend>());
+    panel.setCell(catalog, s, s.modelId, s.formatId, s.cardIds.front());
+    CHECK_FALSE(panel.gpuLayers()->slider()->isEnabled());
+    CHECK(panel.gpuLayers()->isHidden());
+    CHECK(panel.gpuLayers()->summary()->text().contains(QStringLiteral("keeps every layer on the GPU")));
+    CHECK(panel.splitSpeed()->steps().empty());
+}
+
+TEST_CASE("offload: the four shapes of the indicator differ and are named", "[offload]")
+{
+    const std::vector<Placement> all{Placement::FullGpu, Placement::Partial, Placement::CpuOnly, Placement::TooLarge};
+    QStringList glyphs;
+    std::vector<QImage> images;
+    for (const Placement p : all) {
+        glyphs << placementGlyph(p);
+        images.push_back(placementIcon(p).pixmap(16, 16).toImage());
+        CHECK(placementLegendHtml().contains(placementText(p).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"))));
+    }
+    CHECK(glyphs.removeDuplicates() == 0);
+    for (std::size_t i = 0; i < images.size(); ++i)
+        for (std::size_t j = i + 1; j < images.size(); ++j)
+            CHECK(images[i] != images[j]); // a different shape, not a colour alone: they share the ink
+}
