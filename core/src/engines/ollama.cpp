@@ -89,6 +89,12 @@ public:
         if (!legacy(r.engine)) {
             setup.paging.blockTokens = 256;
             setup.paging.cellPadding = 1;
+        } else {
+            // The estimator counts cells unpadded, and a sliding layer's batch cells once
+            // (parallel x window + batch, fs/ggml/ggml.go GraphSize): the pool holds parallel x
+            // window and the bill the rest (estimatorBudget).
+            setup.paging.cellPadding = 1;
+            setup.ubatchTokens = 0;
         }
         return setup;
     }
@@ -108,15 +114,21 @@ public:
         const EnginePolicy& e = in.request.engine;
         const Bytes overhead{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
         EngineBill b;
-        b.usableBytes = saturatingSub(in.request.card.totalBytes, e.fixedReserve + overhead);
+        const PlanRequest& r = in.request;
+        // The estimator places layers in memory.available, the GPU's free memory (llm/memory.go).
+        const Bytes free = legacy(e) && r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes;
+        b.usableBytes = saturatingSub(free, e.fixedReserve + overhead);
+        if (free < r.card.totalBytes)
+            b.reserved.push_back(item("other_processes", r.card.totalBytes - free, "held by other processes (--free/--used)"));
         b.reserved.push_back(item("minimum_memory", e.fixedReserve, "Ollama MinimumMemory per CUDA GPU"));
         if (overhead.value > 0)
             b.reserved.push_back(item("gpu_overhead", overhead, "OLLAMA_GPU_OVERHEAD"));
+        if (legacy(e)) {
+            legacyBill(in, b); // the estimator's own terms: MinimumMemory stands for the CUDA runtime
+            return b;
+        }
         addRuntimeItems(in, false, b.overheads);
-        if (legacy(e))
-            legacyBill(in, b);
-        else
-            llamaServerBill(in, b);
+        llamaServerBill(in, b);
         finishBudget(in, b);
         return b;
     }
@@ -164,8 +176,40 @@ private:
         b.figures.push_back({"graph_partial_bytes", static_cast<double>(est.graphPartialBytes.value), "bytes",
                              "memory.graph.partial=\"" + mib(est.graphPartialBytes) + "\"", src});
         placementFigures(in, s, b);
+        estimatorBudget(in, s, est, b);
         if (est.kvCacheType != asciiLower(s.kvCacheType))
             b.notes.push_back("OLLAMA_KV_CACHE_TYPE=" + s.kvCacheType + " without flash attention: Ollama falls back to f16");
+    }
+
+    // The KV budget as the estimator leaves it, so that the verdict, the max users and the max
+    // context agree with its layers.offload (llm/memory.go EstimateGPULayers): every layer and the
+    // output layer go to the GPU while free > overhead + MinimumMemory + layer 0 (a buffer) +
+    // the layers' weights and kv + max(graph partial, full) + the output layer (+ the projector's
+    // weights and graph). So the bill holds, beside the graph and the projector graph above: the
+    // larger graph's margin, the buffer layer, and the kv the estimator counts beyond the plan's
+    // (gemma3's sliding layers: parallel x window + batch cells, the plan's parallel x window);
+    // the weights are Ollama's (blk.* + output layer + v.*): a tied model's token_embd counted
+    // once, an untied one's left on the host, the mm.* projector matrices not counted.
+    static void estimatorBudget(const EngineInputs& in, const ollama::Settings& s, const ollama::LegacyEstimate& est,
+                                EngineBill& b)
+    {
+        const ollama::GpuLayerEstimate e = ollama::estimateGpuLayers(in.arch, in.request.format, s, Bytes{}, Bytes{});
+        const Bytes graphMax{std::max(est.graphFullBytes.value, est.graphPartialBytes.value)};
+        const std::string src = "llm/memory.go EstimateGPULayers (" + s.version + ")";
+        if (graphMax > est.graphFullBytes)
+            b.overheads.push_back(item("graph_partial_margin", graphMax - est.graphFullBytes,
+                                       "the estimator places a layer only where max(memory.graph.partial, full) also fits (" + src + ")"));
+        b.overheads.push_back(item("layer_buffer", e.layerBufferBytes, "layer 0's weights and kv, \"one layer worth of memory as a buffer\" (" + src + ")"));
+        const Bytes planned = kvBytes(in.kv, in.setup.users, in.setup.contextTokens, in.setup.paging, in.setup.ubatchTokens);
+        if (est.kvBytes > planned)
+            b.overheads.push_back(item("kv_estimate_excess", est.kvBytes - planned,
+                                       "memory.required.kv beyond the plan's cells for this setup (fs/ggml/ggml.go GraphSize)"));
+        const Bytes weights = e.gpuWeightsBytes;
+        const Bytes held = weights + totalBytes(b.overheads);
+        b.kvBudgetBytes = saturatingSub(b.usableBytes, held);
+        if (weights < in.weightsBytes)
+            b.notes.push_back("Ollama's estimator counts " + mib(weights) + " of the " + mib(in.weightsBytes)
+                              + " of weights (blk.*, the output layer, the v.* tower; " + src + ")");
     }
 
     // The estimator's placement (llm/memory.go EstimateGPULayers, the rules of s.version,

@@ -187,6 +187,11 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
     const std::uint64_t overhead = settings.gpuOverhead.value;
     const std::uint64_t free = freeBytes.value;
     std::uint64_t layerSize = arch.layers > 0 ? layerCost(0) : 0;
+    out.layerBufferBytes = Bytes{layerSize};
+    std::uint64_t blocks = 0;
+    for (std::uint64_t b : blockBytes)
+        blocks += b;
+    out.gpuWeightsBytes = Bytes{blocks + outputLayer + projector};
 
     bool gpuUsable = free >= overhead + gpuZeroOverhead + graph + minimumBytes.value + 2 * layerSize;
     std::uint64_t allocation = gpuUsable ? minimumBytes.value + layerSize + gpuZeroOverhead : 0;

@@ -105,6 +105,10 @@ struct GpuLayerEstimate {
     /// saturating at 0, as v0.5.7 prints memoryWeights - memoryLayerOutput).
     Bytes weightsRepeatingBytes;
     Bytes weightsNonRepeatingBytes;  ///< memory.weights.nonrepeating (the output layer)
+    /// The weights the estimator places on a GPU when every layer goes: blk.* + the output layer +
+    /// the v.* projector (token_embd only where it is the tied output; the mm.* matrices never).
+    Bytes gpuWeightsBytes;
+    Bytes layerBufferBytes;          ///< layer 0's blk.0 + its kv, allocated first "as a buffer"
     LegacyEstimate estimate;         ///< kv and graphs
 };
 
