@@ -10,10 +10,7 @@ std::size_t displayWidth(const std::string& s)
     return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
-namespace {
-
-// @p text in lines of at most @p width characters, broken at spaces (0: one line).
-std::vector<std::string> wrapped(const std::string& text, std::size_t width)
+std::vector<std::string> wrapText(const std::string& text, std::size_t width)
 {
     if (width == 0 || displayWidth(text) <= width)
         return {text};
@@ -30,8 +27,6 @@ std::vector<std::string> wrapped(const std::string& text, std::size_t width)
     }
     return lines;
 }
-
-} // namespace
 
 void TextTable::addColumn(std::string header, Align align)
 {
@@ -59,7 +54,7 @@ void TextTable::print(std::ostream& out, const std::string& indent) const
     for (const auto& row : m_rows) {
         std::vector<std::vector<std::string>> lines(1, std::vector<std::string>(row.size()));
         for (std::size_t c = 0; c < row.size(); ++c) {
-            const std::vector<std::string> parts = wrapped(row[c], m_wrap[c]);
+            const std::vector<std::string> parts = wrapText(row[c], m_wrap[c]);
             if (parts.size() > lines.size())
                 lines.resize(parts.size(), std::vector<std::string>(row.size()));
             for (std::size_t l = 0; l < parts.size(); ++l)

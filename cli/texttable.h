@@ -28,6 +28,10 @@ private:
     std::vector<std::vector<std::string>> m_rows;
 };
 
+/// @p text in lines of at most @p width display characters, broken at spaces (a word longer
+/// than that stays whole on its own line; 0: one line).
+std::vector<std::string> wrapText(const std::string& text, std::size_t width);
+
 /// Display width of UTF-8 text (counts code points).
 std::size_t displayWidth(const std::string& s);
 

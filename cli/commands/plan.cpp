@@ -61,11 +61,15 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         << (p.tensorParallel > 1 ? ", TP " + std::to_string(p.tensorParallel) : "")
         << (p.pipelineParallel > 1 ? ", PP " + std::to_string(p.pipelineParallel) : "") << '\n';
     if (!p.engineSettings.empty()) {
-        out << "Settings  ";
+        std::string settings;
         for (std::size_t i = 0; i < p.engineSettings.size(); ++i)
-            out << (i ? " " : "") << p.engineSettings[i].key << '=' << p.engineSettings[i].text
-                << (p.engineSettings[i].given ? "" : "*");
-        out << "\n          (* the version's default or derived from the options)\n";
+            settings += (i ? " " : "") + p.engineSettings[i].key + '=' + p.engineSettings[i].text
+                + (p.engineSettings[i].given ? "" : "*");
+        // At most 100 columns a line, as the rest of the plan.
+        const std::vector<std::string> lines = wrapText(settings, 90);
+        for (std::size_t i = 0; i < lines.size(); ++i)
+            out << (i ? "          " : "Settings  ") << lines[i] << '\n';
+        out << "          (* the version's default or derived from the options)\n";
     }
     out << '\n';
     const Verdict& v = p.verdict;

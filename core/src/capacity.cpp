@@ -34,6 +34,15 @@ std::uint64_t largestTrue(std::uint64_t hi, Pred pred)
 // No pool holds more than 2^40 tokens (1,099,511,627,776); a bound for the searches.
 constexpr std::uint64_t kMaxSearchTokens = 1ull << 40;
 
+// Largest context each of @p users sequences may have, searched up to @p hi tokens.
+std::uint64_t largestContext(const KvPool& pool, std::uint64_t users, std::uint64_t hi)
+{
+    const std::uint64_t block = std::max<std::uint64_t>(pool.paging.blockTokens, 1);
+    const std::uint64_t c = largestTrue(hi, [&](std::uint64_t ctx) { return fits(pool, users, ctx); });
+    // Report whole blocks: a partial block is allocated whole anyway.
+    return c / block * block;
+}
+
 } // namespace
 
 std::uint64_t maxContextTokens(const KvPool& pool, std::uint64_t users)
@@ -42,13 +51,14 @@ std::uint64_t maxContextTokens(const KvPool& pool, std::uint64_t users)
         return 0;
     const std::uint64_t block = std::max<std::uint64_t>(pool.paging.blockTokens, 1);
     std::uint64_t hi = kMaxSearchTokens;
+    // Only full-attention layers grow with the context: a model whose layers all slide (Mistral
+    // 7B v0.1) holds at most its window per sequence, so memory bounds its users, not its context.
+    const bool onlySliding = pool.layout.fullBytesPerToken.value == 0 && pool.layout.slidingLayers > 0;
     const Bytes perToken = pool.layout.fullBytesPerToken.value > 0 ? pool.layout.fullBytesPerToken
                                                                      : pool.layout.bytesPerToken();
-    if (perToken.value > 0)
+    if (perToken.value > 0 && !onlySliding)
         hi = std::min(hi, pool.budgetBytes.value / perToken.value / users + block);
-    const std::uint64_t c = largestTrue(hi, [&](std::uint64_t ctx) { return fits(pool, users, ctx); });
-    // Report whole blocks: a partial block is allocated whole anyway.
-    return c / block * block;
+    return largestContext(pool, users, hi);
 }
 
 std::uint64_t maxUsers(const KvPool& pool, std::uint64_t contextTokens)
@@ -62,7 +72,20 @@ std::uint64_t maxUsers(const KvPool& pool, std::uint64_t contextTokens)
     return largestTrue(hi, [&](std::uint64_t users) { return fits(pool, users, contextTokens); });
 }
 
-std::uint64_t maxResidentTokens(const KvPool& pool) { return maxContextTokens(pool, 1); }
+std::uint64_t maxResidentTokens(const KvPool& pool)
+{
+    // The cells the pool holds: for a model whose layers all slide, what one sequence would hold
+    // without its window (the figure the engines print as their KV cache size in tokens).
+    const Bytes perToken = pool.layout.fullBytesPerToken.value > 0 ? pool.layout.fullBytesPerToken
+                                                                     : pool.layout.bytesPerToken();
+    if (perToken.value == 0)
+        return maxContextTokens(pool, 1);
+    const std::uint64_t block = std::max<std::uint64_t>(pool.paging.blockTokens, 1);
+    const std::uint64_t cells = pool.budgetBytes.value / perToken.value;
+    if (pool.layout.fullBytesPerToken.value == 0 && pool.layout.slidingLayers > 0)
+        return std::min(kMaxSearchTokens, cells) / block * block; // one windowed sequence always "fits": count the cells
+    return largestContext(pool, 1, std::min(kMaxSearchTokens, cells + block));
+}
 
 std::vector<FrontierPoint> frontier(const KvPool& pool, std::uint64_t contextCap)
 {

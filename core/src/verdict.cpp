@@ -345,6 +345,9 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
     // A layer split (llama.cpp -ngl below n_layer + 1, engines/llamacppoffload.h): it loads with
     // some layers in host memory.
     if (const auto split = partialOffload(plan)) {
+        // A split the engine cannot start (-ngl asked beyond the GPU, -np over its limit) loads nothing.
+        if (const EngineRefusal* r = firstRefusal(plan, {FitLimit::EngineRefusesToStart}))
+            return doesNotFit(v, r->limit, request.engine.name + " would refuse to start", r->reason);
         const Bytes host = hostBill(plan);
         if (request.hostMemoryBytes && host > *request.hostMemoryBytes)
             return doesNotFit(v, FitLimit::HostMemory, "host " + comparison(host, *request.hostMemoryBytes),

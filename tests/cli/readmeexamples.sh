@@ -30,9 +30,12 @@ check() { # COMMAND OUTPUT
       n=$(sed -E 's/.*--offload ([0-9]+).*/\1/' <<<"$cmd")
       grep -Eq "partial offload: $n/[0-9]+ layers on the GPU" <<<"$out" || fail "$cmd: no layer split of $n layers" "$out" ;;
     esac
+    # The Settings line, wrapped at 100 columns: its continuation lines are indented.
+    settings=$(sed -n '/^Settings /,/^          (\*/p' <<<"$out" | tr '\n' ' ')
     for kv in $(grep -oE -- '--set [^ ]+' <<<"$cmd" | cut -d' ' -f2); do
-      grep -Eq "^Settings .* $kv( |$)" <<<"$out" || fail "$cmd: setting $kv not applied" "$out"
+      grep -Eq " $kv( |$)" <<<"$settings" || fail "$cmd: setting $kv not applied" "$out"
     done
+    awk 'length > 100 && /^(Settings|          )/ { bad = 1 } END { exit bad }' <<<"$out" || fail "$cmd: a Settings line over 100 columns" "$out"
     # A setting that does not ask the question leaves the question of every face.
     case "$cmd" in *"--set "*) case "$cmd" in *--context*|*--users*|*max-model-len*|*ctx-size*|*num_ctx*) ;; *)
       grep -Eq '^  asked +4 users x 8,192 tokens$' <<<"$out" || fail "$cmd: not the default question" "$out" ;; esac ;; esac ;;

@@ -255,6 +255,28 @@ TEST_CASE("SGLang, TGI and TensorRT-LLM refuse GGML weights and llama.cpp KV typ
     }
 }
 
+TEST_CASE("llama.cpp and Ollama run GGML types and floats only: int4-g128, awq, nf4 and fp8 are refused", "[engines][compatibility]")
+{
+    const ProfileSet set = builtin();
+    for (const char* engine : {"llama.cpp", "ollama"}) {
+        for (const char* format : {"int4-g128", "awq-g128", "nf4-b64", "fp8"}) {
+            INFO(engine << " " << format);
+            PlanRequest r = request(set, engine);
+            r.format = *findFormat(format);
+            const PlanResult p = plan(r);
+            CHECK(refuses(p, FitLimit::EngineFormat));
+            CHECK_FALSE(p.fits);
+            CHECK(p.verdict.limit == FitLimit::EngineFormat);
+        }
+        for (const char* format : {"q4_k", "q8_0", "bf16", "fp16"}) {
+            INFO(engine << " " << format);
+            PlanRequest r = request(set, engine);
+            r.format = *findFormat(format);
+            CHECK_FALSE(refuses(plan(r), FitLimit::EngineFormat));
+        }
+    }
+}
+
 TEST_CASE("TensorRT-LLM 0.x: the decoder's output ids are sized by the build limits", "[engines][tensorrt-llm]")
 {
     const ProfileSet set = builtin();

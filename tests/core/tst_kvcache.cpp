@@ -137,6 +137,30 @@ TEST_CASE("capacity: max context, max users and the frontier hyperbola", "[capac
     CHECK(f[5].contextTokens == 2048);
 }
 
+TEST_CASE("capacity: a model whose layers all slide holds its window per sequence, so its context is not memory-bound",
+          "[capacity]")
+{
+    // Mistral-7B-v0.1: 32 layers, 8 KV heads of 128, every layer a 4,096-token window: 131,072 B/token.
+    Architecture a = test::llama31_8b();
+    a.sliding.windowTokens = 4096;
+    KvPool pool;
+    pool.layout = kvLayout(a, fp16());
+    REQUIRE(pool.layout.fullBytesPerToken.value == 0);
+    REQUIRE(pool.layout.slidingLayers == 32);
+    pool.budgetBytes = Bytes{9ull << 30}; // 73,728 cells
+    CHECK(maxResidentTokens(pool) == 73'728);
+    // 4 users hold 4 x 4,096 cells at any context: no memory limit on the context (was 18,432).
+    CHECK(maxContextTokens(pool, 4) >= (1ull << 39));
+    CHECK(maxUsers(pool, 32'768) == 18);
+    // 18 windows fit (73,728 cells), 19 do not: then each sequence gets 73,728 / 19 = 3,880 cells.
+    CHECK(maxContextTokens(pool, 18) >= (1ull << 39));
+    CHECK(maxContextTokens(pool, 19) == 3880);
+    const auto f = frontier(pool, 32'768);
+    REQUIRE(f.size() >= 6);
+    CHECK(f[2].contextTokens == 32'768); // 4 users
+    CHECK(f[5].contextTokens == 73'728 / 32); // 32 users: 2,304 each
+}
+
 TEST_CASE("vLLM's per-token-head and nvfp4 caches are priced by their layout", "[kv]")
 {
     // vllm/v1/kv_cache_interface.py (commit 001cabc1): a per-token-head page is

@@ -176,6 +176,45 @@ TEST_CASE("llama.cpp: the offload option is -ngl, and the free memory lowers wha
     CHECK(figure(*p, "offload_gpu_layers")->value < 41);
 }
 
+TEST_CASE("llama.cpp: an -ngl split whose GPU side exceeds the card does not load", "[llamacpp][engines][offload][verdict]")
+{
+    // README: plan -m llama-2-13b -w q4_k -c rtx-4060 --engine llama.cpp --offload 20 at 4 users x
+    // 4,096 tokens: 20 layers put 3.24 GiB of weights and 5.94 GiB of KV on a 7.79 GiB card (it
+    // said "partial offload").
+    PlanRequest r = llamaRequest("llama.cpp", "q4_k");
+    r.model.id = "llama-2-13b";
+    r.model.architecture = test::llama2_13b();
+    r.card = anonymousCard("rtx-4060", Bytes{8'360'296'448ull});
+    r.users = 4;
+    r.contextTokens = 4096;
+    r.gpuLayers = 20;
+    auto p = makePlan(r);
+    REQUIRE(p);
+    INFO(p->verdict.reason);
+    CHECK(p->verdict.state == FitState::DoesNotFit);
+    CHECK(p->verdict.limit == FitLimit::EngineRefusesToStart);
+    CHECK(p->verdict.reason.find("-ngl 20 puts") != std::string::npos);
+    CHECK_FALSE(p->verdict.loads());
+    // 5 layers fit beside their KV: a split that loads.
+    r.gpuLayers = 5;
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->verdict.state == FitState::PartialOffload);
+    // Unasked, --fit picks the layers that fit: a split that loads too.
+    r.gpuLayers.reset();
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->verdict.state == FitState::PartialOffload);
+    // A split llama.cpp refuses for another reason (-np over 256) does not load either.
+    r.users = 300;
+    r.contextTokens = 256;
+    r.gpuLayers = 2;
+    p = makePlan(r);
+    REQUIRE(p);
+    CHECK(p->verdict.state == FitState::DoesNotFit);
+    CHECK(p->verdict.limit == FitLimit::EngineRefusesToStart);
+}
+
 TEST_CASE("An engine without layer offload refuses --offload, saying so", "[engines][offload]")
 {
     PlanRequest r = llamaRequest("vllm", "int4-g128");

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -219,6 +220,21 @@ TEST_CASE("offline: a clear error, and an older copy still answers", "[remote]")
     auto refused = importRemoteModel(*parseRemoteSource(url), server, offlineOnly);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().message.find("HF_HUB_OFFLINE") != std::string::npos);
+
+    // A cache under $HOME is named "~/..." (the app's Log panel and the CLI print it; a temporary
+    // HOME showed as a /tmp path).
+    const char* oldHome = std::getenv("HOME");
+    const std::string savedHome = oldHome ? oldHome : "";
+    ::setenv("HOME", (cache.dir.string() + "/").c_str(), 1);
+    auto underHome = importRemoteModel(*parseRemoteSource(url), server, offlineOnly);
+    if (oldHome)
+        ::setenv("HOME", savedHome.c_str(), 1);
+    else
+        ::unsetenv("HOME");
+    REQUIRE_FALSE(underHome);
+    INFO(underHome.error().message);
+    CHECK(underHome.error().message.find("HF_HUB_OFFLINE is set and ~/empty/url/") != std::string::npos);
+    CHECK(underHome.error().message.find(cache.dir.string()) == std::string::npos);
 }
 
 TEST_CASE("a hostile cache marker (wrong types, deep nesting, a FIFO) is no usable mirror: fetched again, never an abort or a hang",

@@ -196,6 +196,16 @@ bool isDefaultKvDtype(const std::string& kvId)
     return kvId == "fp16" || kvId == "bf16";
 }
 
+std::optional<EngineRefusal> ggufFormatRefusal(const PlanRequest& r)
+{
+    const FormatKind kind = r.format.kind;
+    if (kind == FormatKind::Ggml || kind == FormatKind::Float)
+        return std::nullopt;
+    return EngineRefusal{FitLimit::EngineFormat,
+                         r.engine.name + " runs GGUF files of GGML types (F16, BF16, Q8_0, Q4_K, ...), not " + r.format.id
+                             + " (GPTQ/AWQ, bitsandbytes, fp8 and int checkpoints are other engines' formats)"};
+}
+
 bool kvDtypeAccepted(const std::string& kvId, std::initializer_list<const char*> accepted)
 {
     if (kvId.empty() || isDefaultKvDtype(kvId))

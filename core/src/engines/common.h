@@ -79,6 +79,12 @@ bool isDefaultKvDtype(const std::string& kvId);
 /// @p accepted: the engines' allow-lists of KV cache dtypes.
 bool kvDtypeAccepted(const std::string& kvId, std::initializer_list<const char*> accepted);
 
+/// The refusal of the GGUF engines (llama.cpp, Ollama) for a format that is no GGML type: they
+/// load GGUF files whose tensors are GGML types (F32, F16, BF16, Q8_0, Q4_K, ...; ggml/include/ggml.h
+/// ggml_type, src/llama-model-loader.cpp; Ollama fs/ggml/type.go FileType), never GPTQ/AWQ,
+/// bitsandbytes, fp8 or int checkpoints. nullopt for a GGML or float format.
+std::optional<EngineRefusal> ggufFormatRefusal(const PlanRequest& request);
+
 /// A SettingSpec in one expression (the units' tables).
 SettingSpec makeSpec(std::string key, SettingType type, std::string defaultValue, std::string help, double minimum = 0,
                      double maximum = 0, std::vector<std::string> choices = {}, std::vector<std::string> aliases = {});

@@ -145,12 +145,8 @@ public:
     std::vector<EngineRefusal> compatibility(const PlanRequest& r, const EngineSetup& setup) const override
     {
         std::vector<EngineRefusal> out;
-        const FormatKind kind = r.format.kind;
-        if (kind != FormatKind::Ggml && kind != FormatKind::Float)
-            // ggml/include/ggml.h ggml_type; src/llama-model-loader.cpp
-            out.push_back({FitLimit::EngineFormat,
-                           r.engine.name + " runs GGUF files of GGML types (F16, BF16, Q8_0, Q4_K, ...), not "
-                               + r.format.id + " (GPTQ/AWQ, bitsandbytes, fp8 and int checkpoints are other engines' formats)"});
+        if (auto format = ggufFormatRefusal(r))
+            out.push_back(std::move(*format));
         for (const std::string& id : {setup.kvDtypeId, setup.kvDtypeVId}) {
             if (!kvDtypeAccepted(id, {"fp32", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}))
                 // common/arg.cpp kv_cache_types
@@ -260,6 +256,17 @@ private:
         const llamacpp::OffloadBill bill = llamacpp::offload(tensors, in.arch, fitted, o);
         if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split)
             return;
+        // -ngl given: llama.cpp keeps it (--fit moves only what was not set, common/fit.cpp) and
+        // allocates the GPU's model, KV and compute buffers at start; more than the device has
+        // fails there ("unable to allocate CUDA0 buffer", src/llama-model.cpp load_tensors).
+        if (asked && bill.offloadedLayers < bill.totalLayers && llamacpp::busiestDeviceBytes(bill) > budget)
+            b.refusals.push_back({FitLimit::EngineRefusesToStart,
+                                  "-ngl " + std::to_string(bill.offloadedLayers) + " puts "
+                                      + formatBytes(llamacpp::busiestDeviceBytes(bill)) + " on the GPU (weights "
+                                      + formatBytes(bill.gpu.weightsBytes) + ", KV " + formatBytes(bill.gpu.kvBytes) + ", compute "
+                                      + formatBytes(bill.gpu.computeBytes) + "), more than the " + formatBytes(budget)
+                                      + " it has beside the runtime: llama.cpp fails to allocate its GPU buffers at start; "
+                                        "lower --offload, the context or the users"});
         devicesFigures(bill, b);
         // The split's decode inputs (plan.cpp prices the step: speed/splitspeed.h): what each side
         // reads per token (token_embd excluded: one row), its routed experts, the link crossings.

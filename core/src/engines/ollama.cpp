@@ -99,10 +99,14 @@ public:
         return setup;
     }
 
-    /// OLLAMA_KV_CACHE_TYPE takes f16, q8_0 and q4_0 (docs/faq.md, "K/V cache quantization types").
+    /// Ollama runs GGUF files of GGML types only (fs/ggml/type.go FileType; a safetensors import is
+    /// converted to F16/BF16 or quantized to a GGML type, docs/import.md); OLLAMA_KV_CACHE_TYPE
+    /// takes f16, q8_0 and q4_0 (docs/faq.md, "K/V cache quantization types").
     std::vector<EngineRefusal> compatibility(const PlanRequest& r, const EngineSetup& setup) const override
     {
         std::vector<EngineRefusal> out = Engine::compatibility(r, setup);
+        if (auto format = ggufFormatRefusal(r))
+            out.push_back(std::move(*format));
         if (!kvDtypeAccepted(setup.kvDtypeId, {"q8_0", "q4_0"}))
             out.push_back({FitLimit::EngineKvDtype, r.engine.name + " has no " + setup.kvDtypeId
                                                         + " KV cache (OLLAMA_KV_CACHE_TYPE: f16, q8_0, q4_0)"});

@@ -33,6 +33,19 @@ std::string env(const char* name)
     return v ? std::string(v) : std::string();
 }
 
+// @p dir as printed to the user: under $HOME as "~/..." (the same folder, without the machine's
+// home path; a temporary HOME would otherwise show as a /tmp path).
+std::string shownDir(const fs::path& dir)
+{
+    const std::string text = dir.string();
+    std::string home = env("HOME");
+    while (home.size() > 1 && home.ends_with('/'))
+        home.pop_back();
+    if (home.size() > 1 && text.size() > home.size() && text.starts_with(home) && text[home.size()] == '/')
+        return "~" + text.substr(home.size());
+    return text;
+}
+
 bool isCommit(const std::string& rev)
 {
     return rev.size() == 40 && std::all_of(rev.begin(), rev.end(), [](unsigned char c) { return std::isxdigit(c); });
@@ -119,7 +132,7 @@ private:
         if (!resp) {
             std::string hint;
             if (resp.error().kind == HttpError::Kind::Offline)
-                hint = " (offline? models read before are in " + m_options.cacheDir.string() + ")";
+                hint = " (offline? models read before are in " + shownDir(m_options.cacheDir) + ")";
             return tl::unexpected(RemoteError{resp.error().message + hint, std::nullopt});
         }
         return std::move(*resp);
@@ -587,10 +600,10 @@ tl::expected<ImportedModel, RemoteError> importRemoteModel(const RemoteSource& s
     const fs::path dir = mirrorDir(source, options);
     const bool pinned = source.kind == RemoteSource::Kind::HubRepo && isCommit(source.revision);
     if (auto marker = cachedMarker(dir, options.offlineOnly, options.branchTtl, pinned))
-        return importMirror(mirrorTarget(source, dir, *marker), "read from the cache " + dir.string() + " (" + marker->value("source", "") + " @ " +
+        return importMirror(mirrorTarget(source, dir, *marker), "read from the cache " + shownDir(dir) + " (" + marker->value("source", "") + " @ " +
                                                             marker->value("commit", "") + ")");
     if (options.offlineOnly)
-        return tl::unexpected(RemoteError{"HF_HUB_OFFLINE is set and " + dir.string() + " holds no copy of the headers", std::nullopt});
+        return tl::unexpected(RemoteError{"HF_HUB_OFFLINE is set and " + shownDir(dir) + " holds no copy of the headers", std::nullopt});
 
     Fetcher fetch(http, options);
     std::string commit;
@@ -601,7 +614,7 @@ tl::expected<ImportedModel, RemoteError> importRemoteModel(const RemoteSource& s
         // Offline or failing: a stale copy still answers, saying so.
         if (auto stale = cachedMarker(dir, true, options.branchTtl, pinned))
             return importMirror(mirrorTarget(source, dir, *stale),
-                                "the network failed (" + files.error().message + "): used the older copy in " + dir.string());
+                                "the network failed (" + files.error().message + "): used the older copy in " + shownDir(dir));
         return tl::unexpected(files.error());
     }
     std::uint64_t fetched = 0;
@@ -610,7 +623,7 @@ tl::expected<ImportedModel, RemoteError> importRemoteModel(const RemoteSource& s
     if (auto w = writeMirror(dir, *files, markerFor(source, commit, *files)); !w)
         return tl::unexpected(w.error());
     auto model = importMirror(targetOf(*files).empty() ? dir : dir / targetOf(*files), "read " + std::to_string(fetched) + " bytes of headers over HTTP" +
-                                               (commit.empty() ? std::string() : " at commit " + commit) + "; cached in " + dir.string());
+                                               (commit.empty() ? std::string() : " at commit " + commit) + "; cached in " + shownDir(dir));
     if (!model) {
         std::error_code ec;
         fs::remove_all(dir, ec); // never keep a mirror that does not import
