@@ -9,9 +9,10 @@ cd "$root"
 
 packages=(cmake ninja-build g++ qt6-base-dev qt6-charts-dev libqt6opengl6-dev catch2 nlohmann-json3-dev
           libcli11-dev libexpected-dev libvalijson-dev libbenchmark-dev libcurl4-openssl-dev python3 xvfb xauth clang
-          libclang-rt-dev time fonts-dejavu-core)
+          libclang-rt-dev time fonts-dejavu-core poppler-utils)
 # libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (only a Recommends of clang, which
-# --no-install-recommends leaves out); time: GNU time, the memory figures of the hostile tests.
+# --no-install-recommends leaves out); time: GNU time, the memory figures of the hostile tests;
+# poppler-utils: pdftotext, the text of the PDF reports (tests/cli/pdfcomplete.sh).
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,7 @@
 #include <QTextDocument>
 #include <QTextFrame>
 #include <QTextObjectInterface>
+#include <QTextTable>
 
 #include <algorithm>
 #include <cstdio>
@@ -79,8 +80,9 @@ QString tableHtml(const Table& t, bool forPrint)
     const bool wide = t.header.size() > kWideColumns;
     if (!t.caption.empty())
         out += QStringLiteral("<p class=\"caption\"><b>%1</b></p>\n").arg(esc(t.caption));
+    // <thead>: QTextDocument repeats the header row on every page the table continues on.
     out += forPrint ? QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" style=\"border-collapse:collapse; "
-                                     "border-color:#b0b0b0;\">\n<tr>")
+                                     "border-color:#b0b0b0;\">\n<thead><tr>")
                     : QStringLiteral("<div class=\"scroll\"><table%1>\n<thead><tr>").arg(wide ? " class=\"wide\"" : "");
     for (std::size_t c = 0; c < t.header.size(); ++c) {
         const bool num = isNumeric(t, c);
@@ -89,7 +91,7 @@ QString tableHtml(const Table& t, bool forPrint)
         out += forPrint ? QStringLiteral("<th bgcolor=\"#ececec\" align=\"%1\">%2</th>").arg(num ? "right" : "left", esc(t.header[c]))
                         : QStringLiteral("<th%1>%2</th>").arg(num ? " class=\"num\"" : "", header);
     }
-    out += forPrint ? QStringLiteral("</tr>\n") : QStringLiteral("</tr></thead>\n<tbody>\n");
+    out += forPrint ? QStringLiteral("</tr></thead>\n") : QStringLiteral("</tr></thead>\n<tbody>\n");
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
         out += QStringLiteral("<tr>");
         for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
@@ -364,6 +366,87 @@ std::unique_ptr<QTextDocument> reportTextDocument(const Document& d)
     return doc;
 }
 
+namespace {
+
+// The page (0-based) the first line of @p block starts on, in a document of pages @p pageHeight tall.
+int pageOfBlock(const QTextBlock& block, double pageHeight)
+{
+    const QTextLayout* layout = block.layout();
+    const QRectF rect = block.document()->documentLayout()->blockBoundingRect(block);
+    const double y = rect.top() + (layout && layout->lineCount() > 0 ? layout->lineAt(0).y() : 0.0);
+    return static_cast<int>((y + 0.5) / pageHeight);
+}
+
+QTextTable* tableOf(const QTextBlock& block)
+{
+    return QTextCursor(block).currentTable();
+}
+
+// The block a table's first body row starts with (its header row's when it has only that).
+QTextBlock firstBodyBlock(QTextTable* table)
+{
+    return table->cellAt(table->rows() > 1 ? 1 : 0, 0).firstCursorPosition().block();
+}
+
+// A page break before @p block, and the whole document laid out again (an incremental layout
+// after a format change left the blocks between tables laid out but not drawn).
+void breakBefore(QTextDocument& doc, QTextBlock block)
+{
+    QTextBlockFormat format = block.blockFormat();
+    format.setPageBreakPolicy(QTextFormat::PageBreak_AlwaysBefore);
+    QTextCursor(block).setBlockFormat(format);
+    doc.setPageSize(doc.pageSize());
+}
+
+} // namespace
+
+void keepWithNext(QTextDocument& doc)
+{
+    const double pageHeight = doc.pageSize().height();
+    if (pageHeight <= 0)
+        return;
+    QTextTable* seen = nullptr;
+    for (QTextBlock b = doc.begin(); b.isValid(); b = b.next()) {
+        QTextTable* table = tableOf(b);
+        if (table) {
+            // A table the blocks before it did not move: its header row stays with its first row.
+            if (table != seen) {
+                seen = table;
+                const QTextBlock header = table->cellAt(0, 0).firstCursorPosition().block();
+                if (pageOfBlock(firstBodyBlock(table), pageHeight) > pageOfBlock(header, pageHeight)) {
+                    QTextTableFormat format = table->format();
+                    format.setPageBreakPolicy(QTextFormat::PageBreak_AlwaysBefore);
+                    table->setFormat(format);
+                    doc.setPageSize(doc.pageSize());
+                }
+            }
+            continue;
+        }
+        const QTextBlock next = b.next();
+        if (!next.isValid())
+            break;
+        QTextTable* nextTable = tableOf(next);
+        // A heading, or a table's caption (the paragraph right before it).
+        if (b.blockFormat().headingLevel() == 0 && !nextTable)
+            continue;
+        if (next.blockFormat().headingLevel() > 0)
+            continue; // a heading right after a heading: judged with what follows it
+        const QTextBlock content = nextTable ? firstBodyBlock(nextTable) : next;
+        const int page = pageOfBlock(b, pageHeight);
+        if (pageOfBlock(content, pageHeight) <= page)
+            continue;
+        // Move it, with the headings right above it on the same page, to the next page.
+        QTextBlock first = b;
+        for (QTextBlock above = b.previous(); above.isValid() && !tableOf(above) && above.blockFormat().headingLevel() > 0
+                                              && pageOfBlock(above, pageHeight) == page;
+             above = above.previous())
+            first = above;
+        breakBefore(doc, first);
+        if (nextTable)
+            seen = nextTable; // it starts after the break, header and first row together
+    }
+}
+
 std::unique_ptr<QTextDocument> reportPrintDocument(const Document& d, QPagedPaintDevice& device)
 {
     auto doc = reportTextDocument(d);
@@ -374,6 +457,7 @@ std::unique_ptr<QTextDocument> reportPrintDocument(const Document& d, QPagedPain
     root.setMargin(kPdfMarginMm / 25.4 * 96.0);
     doc->rootFrame()->setFrameFormat(root);
     doc->setPageSize(QSizeF(device.width(), device.height()));
+    keepWithNext(*doc);
     return doc;
 }
 

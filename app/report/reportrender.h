@@ -37,8 +37,15 @@ QString reportHtml(const Document& document);
 /// @p document laid out on the pages of @p device as the PDF sets it (A4 at 300 dpi, 15 mm
 /// margins; tables too wide for the page in parts that repeat their key columns): its paint
 /// device and page size set, ready for pageCount(), for a check of every table cell's lines, or
-/// for drawing page by page. The document owns its chart handler.
+/// for drawing page by page; no heading, table caption or table header row is left at the foot
+/// of a page without what follows it (keepWithNext). The document owns its chart handler.
 std::unique_ptr<QTextDocument> reportPrintDocument(const Document& document, QPagedPaintDevice& device);
+/// Moves to the next page every heading, table caption (the paragraph right before a table) and
+/// table header row whose following content starts on a later page, with the headings right
+/// above it on the same page (QTextDocument has no keep-with-next): a page break before it. One
+/// pass in document order, since a break only moves what comes after it. @p doc is paginated
+/// (its pageSize set).
+void keepWithNext(QTextDocument& doc);
 /// The PDF bytes of @p document (reportPrintDocument on a QPdfWriter, a page number on each page).
 QByteArray reportPdf(const Document& document);
 

@@ -13,10 +13,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <QAbstractTextDocumentLayout>
 #include <QBuffer>
 #include <QPdfWriter>
 #include <QRegularExpression>
 #include <QTextBlock>
+#include <QTextCursor>
 #include <QTextDocument>
 #include <QTextFrame>
 #include <QTextLayout>
@@ -32,14 +34,15 @@ namespace {
 const std::vector<std::string> kTenCards{"a10",      "a100-80gb", "a40",      "h100-sxm",         "l4",
                                          "rtx-3090", "rtx-4060",  "rtx-4080", "rtx-4060-ti-16gb", "rtx-5090"};
 
-// The app's export of its matrix (every weight format on ten cards) as a report document.
-report::Document tenCardReport()
+// The app's export of its matrix (every weight format on ten cards, or on the default three) as
+// a report document.
+report::Document tenCardReport(const std::vector<std::string>& cards = kTenCards)
 {
     MainWindow::Options o;
     o.useSettings = false;
     o.detectGpus = false;
     o.probeBackend = std::make_shared<FakeProbeBackend>();
-    o.cardArgs = kTenCards;
+    o.cardArgs = cards;
     MainWindow w(catalog(), o);
     auto json = capacityReportJson(w.exportState(), "2026-12-01T00:00:00Z");
     REQUIRE(json);
@@ -142,4 +145,60 @@ TEST_CASE("the HTML of a ten-card report keeps every figure with its unit", "[re
     CHECK_FALSE(m.hasMatch());
     CHECK(html.contains(QStringLiteral("GiB")));
     CHECK(html.contains(QChar(0x00A0)));
+}
+
+namespace {
+
+int pageOf(const QTextBlock& b, double pageHeight)
+{
+    const QRectF rect = b.document()->documentLayout()->blockBoundingRect(b);
+    const double y = rect.top() + (b.layout()->lineCount() > 0 ? b.layout()->lineAt(0).y() : 0.0);
+    return static_cast<int>((y + 0.5) / pageHeight);
+}
+
+QTextBlock bodyStart(QTextTable* t) { return t->cellAt(t->rows() > 1 ? 1 : 0, 0).firstCursorPosition().block(); }
+
+// Headings, table captions and table header rows left at a page's foot, as "page N: text".
+QStringList orphans(QTextDocument& doc)
+{
+    QStringList out;
+    const double h = doc.pageSize().height();
+    for (QTextBlock b = doc.begin(); b.isValid(); b = b.next()) {
+        if (QTextTable* t = QTextCursor(b).currentTable()) {
+            if (b == t->cellAt(0, 0).firstCursorPosition().block() && pageOf(bodyStart(t), h) > pageOf(b, h))
+                out << QStringLiteral("page %1: header row %2").arg(pageOf(b, h) + 1).arg(b.text());
+            continue;
+        }
+        const QTextBlock next = b.next();
+        if (!next.isValid())
+            break;
+        QTextTable* nextTable = QTextCursor(next).currentTable();
+        if ((b.blockFormat().headingLevel() == 0 && !nextTable) || next.blockFormat().headingLevel() > 0)
+            continue;
+        if (pageOf(nextTable ? bodyStart(nextTable) : next, h) > pageOf(b, h))
+            out << QStringLiteral("page %1: %2").arg(pageOf(b, h) + 1).arg(b.text());
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("the PDF leaves no heading, caption or table header at the foot of a page", "[report][layout]")
+{
+    // The app's export on its three default cards (1 model x its 13 formats: a heading "Memory
+    // bill, per device" and its table's header row were left at the foot of page 4), and on ten.
+    for (const auto& cards : {std::vector<std::string>{"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090"}, kTenCards}) {
+        const report::Document d = tenCardReport(cards);
+        QByteArray bytes;
+        QBuffer buffer(&bytes);
+        buffer.open(QIODevice::WriteOnly);
+        QPdfWriter writer(&buffer);
+        writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+        writer.setResolution(300);
+        auto doc = report::reportPrintDocument(d, writer);
+        INFO(cards.size() << " cards, " << doc->pageCount() << " pages");
+        CHECK(doc->pageCount() >= 3);
+        CHECK(doc->pageCount() <= (cards.size() == 3 ? 10 : 24)); // a few pages, not the 42 of the review
+        CHECK(orphans(*doc).join(QStringLiteral("; ")).toStdString() == "");
+    }
 }

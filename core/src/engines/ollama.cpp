@@ -275,10 +275,13 @@ private:
                                    "llama-server's reserve graph (llama.cpp rules, llamacppmemory.h)"));
         const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, c);
         const std::string src = "llama-server via llm/llama_server.go (fb30760)";
-        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes", mib(kv.totalBytes()), src});
-        b.figures.push_back({"kv_cells", static_cast<double>(kv.cells), "tokens", std::to_string(kv.cells) + " cells", src});
+        // As llama-server prints them in Ollama's log (src/llama-kv-cache.cpp, src/llama-context.cpp).
+        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes",
+                             "llama_kv_cache: KV buffer size = " + mib(kv.totalBytes()) + " (all layers)", src});
+        b.figures.push_back({"kv_cells", static_cast<double>(kv.cells), "tokens",
+                             "llama_kv_cache: size = " + mib(kv.fullBytes) + " (" + std::to_string(kv.cells) + " cells)", src});
         b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
-                             mib(compute.deviceBytes), src});
+                             "sched_reserve: CUDA0 compute buffer size = " + mib(compute.deviceBytes), src});
         if (auto why = llamacpp::refusal(in.arch, c))
             b.refusals.push_back({FitLimit::EngineRefusesToStart, "Ollama's llama-server: " + *why});
     }
