@@ -51,6 +51,21 @@ report::Document tenCardReport(const std::vector<std::string>& cards = kTenCards
     return *doc;
 }
 
+// A report laid out on A4 pages at 300 dpi as the PDF sets it (the writer outlives the document).
+struct PrintedReport {
+    explicit PrintedReport(const report::Document& d)
+    {
+        buffer.open(QIODevice::WriteOnly);
+        writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+        writer.setResolution(300);
+        doc = report::reportPrintDocument(d, writer);
+    }
+    QByteArray bytes;
+    QBuffer buffer{&bytes};
+    QPdfWriter writer{&buffer};
+    std::unique_ptr<QTextDocument> doc;
+};
+
 void collectTables(QTextFrame* frame, std::vector<QTextTable*>& out)
 {
     for (QTextFrame* child : frame->childFrames()) {
@@ -80,14 +95,8 @@ QString brokenToken(const QString& text, int pos)
 
 TEST_CASE("the PDF of a ten-card report breaks no number, unit or name across lines", "[report][layout]")
 {
-    const report::Document d = tenCardReport();
-    QByteArray bytes;
-    QBuffer buffer(&bytes);
-    buffer.open(QIODevice::WriteOnly);
-    QPdfWriter writer(&buffer);
-    writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
-    writer.setResolution(300);
-    auto doc = report::reportPrintDocument(d, writer);
+    PrintedReport printed(tenCardReport());
+    QTextDocument* doc = printed.doc.get();
     REQUIRE(doc->pageCount() >= 2);
 
     std::vector<QTextTable*> tables;
@@ -188,14 +197,8 @@ TEST_CASE("the PDF leaves no heading, caption or table header at the foot of a p
     // The app's export on its three default cards (1 model x its 13 formats: a heading "Memory
     // bill, per device" and its table's header row were left at the foot of page 4), and on ten.
     for (const auto& cards : {std::vector<std::string>{"rtx-4060", "rtx-4060-ti-16gb", "rtx-4090"}, kTenCards}) {
-        const report::Document d = tenCardReport(cards);
-        QByteArray bytes;
-        QBuffer buffer(&bytes);
-        buffer.open(QIODevice::WriteOnly);
-        QPdfWriter writer(&buffer);
-        writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
-        writer.setResolution(300);
-        auto doc = report::reportPrintDocument(d, writer);
+        PrintedReport printed(tenCardReport(cards));
+        QTextDocument* doc = printed.doc.get();
         INFO(cards.size() << " cards, " << doc->pageCount() << " pages");
         CHECK(doc->pageCount() >= 3);
         CHECK(doc->pageCount() <= (cards.size() == 3 ? 10 : 24)); // a few pages, not the 42 of the review
