@@ -160,8 +160,18 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     CHECK(v3.kvBlocks == kv3 / block);
     CHECK(figure(v3, "max_batch_total_tokens") == static_cast<double>(v3.kvBlocks * 16));
     CHECK(v3.kvBlocks < v2.kvBlocks); // 10 % of the total is more than 10 % of what is left
-    // The warm-up prefill prices its activations and its prefill_logprobs logits.
-    CHECK(item(v2.overheads, "warmup_logits") == 4096ull * 128'256 * 4);
+    // The warm-up prefill prices its activations and its prefill_logprobs logits: from 2.4 the
+    // log-softmax overwrites them (2 B a vocab entry), up to 2.3 it is a second copy (4 B); with
+    // num-shard 2 the lm_head output is gathered whole next to the shard's own half.
+    CHECK(item(v2.overheads, "warmup_logits") == 4096ull * 128'256 * 2);
+    CHECK(item(plan(request(set, "tgi@2.3.1", {{"max-batch-prefill-tokens", "4096"}})).overheads, "warmup_logits")
+          == 4096ull * 128'256 * 4);
+    CHECK(item(plan(request(set, "tgi@2.4.1", {{"max-batch-prefill-tokens", "4096"}, {"num-shard", "2"}})).overheads,
+               "warmup_logits")
+          == 4096ull * (128'256 + 64'128) * 2);
+    CHECK(item(plan(request(set, "tgi@2.0.4", {{"max-batch-prefill-tokens", "4096"}, {"num-shard", "2"}})).overheads,
+               "warmup_logits")
+          == 4096ull * (128'256 + 64'128 + 128'256) * 2);
     // and TGI's layer live set at the MLP: 7 x hidden + 4 x intermediate a token, 2 B each.
     CHECK(item(v2.overheads, "warmup_activations") == 4096ull * (7 * 4096 + 4 * 14'336) * 2);
     // 2.x launcher defaults (launcher/src/main.rs v2.0.4): positions min(131,072, 4,096) = 4,096,
@@ -170,7 +180,7 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     const PlanResult d2 = plan(request(set, "tgi@2.4.1"));
     CHECK(setting(d2, "max-input-tokens") == 4095);
     CHECK(setting(d2, "max-batch-prefill-tokens") == 4145);
-    CHECK(item(d2.overheads, "warmup_logits") == 4145ull * 128'256 * 4);
+    CHECK(item(d2.overheads, "warmup_logits") == 4145ull * 128'256 * 2);
     CHECK(setting(plan(request(set, "tgi@2.4.1", {{"max-input-tokens", "1024"}})), "max-batch-prefill-tokens") == 1074);
     PlanRequest bad = request(set, "tgi@2.4.1", {{"max-input-tokens", "9000"}});
     CHECK_FALSE(makePlan(bad).has_value());

@@ -14,7 +14,8 @@
 //   - the warm-up batch's blocks are allocated before free memory is read and added back whole: in
 //     3.x they cancel, in 2.x they escape the wiggle room (blocks = 0.95 x (free - warm-up) + warm-up);
 //   - the warm-up activations are TGI's layer live set, 7 x hidden + 4 x intermediate a token
-//     (tgiWarmupActivationBytes), next to the logits and log-softmax of every prefill token;
+//     (tgiWarmupActivationBytes), next to the logits of every prefill token (gathered whole on every
+//     shard when tp > 1) and, up to 2.3, their log-softmax (in place from 2.4; tgiWarmupLogitsBytes);
 //   - max batch total tokens = num_blocks x BLOCK_SIZE; BLOCK_SIZE 16 (paged attention), 256
 //     (flashdecoding), 1 (flashinfer) (models/globals.py);
 //   - CUDA graphs are captured after the blocks are allocated;
@@ -210,6 +211,31 @@ Bytes tgiWarmupActivationBytes(const Architecture& a, std::uint64_t tokens, std:
     return Bytes{checkedMul(checkedMul(tokens, perToken, "TGI warm-up activations"), elementBytes, "TGI warm-up activations")};
 }
 
+/// From 2.4.0 the prefill log-softmax overwrites the logits (flash_causal_lm.py generate_token,
+/// `torch.log_softmax(out, -1, out=out)`, v2.4.0 to v3.3.7); up to 2.3.1 it is a second tensor
+/// (`prefill_logprobs_tensor = torch.log_softmax(out, -1)`, v2.0.4 to v2.3.1).
+bool logSoftmaxInPlace(const EnginePolicy& policy)
+{
+    return compareVersions(appliedEngineVersion(policy), "2.4") >= 0;
+}
+
+/// The warm-up batch's prefill_logprobs logits as TGI holds them, in bytes: @p tokens x (vocab
+/// [the logits] + vocab / tp [the shard's own output, when tp > 1] + vocab [the log-softmax, up to
+/// 2.3]) x 2 B (the model dtype). With tp > 1 the lm_head output is gathered whole on every shard:
+/// TensorParallelHead.forward computes the shard's [vocab / tp, tokens] into gather_input and
+/// all_gather_into_tensor's it into world_out [vocab, tokens] (layers/tensor_parallel.py, v2.0.4 to
+/// v3.3.7), so both are alive at the gather.
+Bytes tgiWarmupLogitsBytes(std::uint64_t vocab, std::uint64_t tokens, std::uint32_t tp, bool logSoftmaxInPlace)
+{
+    const std::uint64_t shards = std::max<std::uint32_t>(tp, 1);
+    std::uint64_t columns = vocab;
+    if (shards > 1)
+        columns += (vocab + shards - 1) / shards;
+    if (!logSoftmaxInPlace)
+        columns += vocab;
+    return Bytes{checkedMul(checkedMul(tokens, columns, "TGI warm-up logits"), 2, "TGI warm-up logits")};
+}
+
 /// The KV blocks of the warm-up batch, in bytes (TGI 2.x). The router sends ceil(max-batch-prefill-tokens
 /// / max-input-tokens) requests, each truncated to at most max-input-tokens with max_new_tokens =
 /// max-total-tokens - truncate (router/client/src/client.rs warmup, v2.0.4), and the batch reserves
@@ -321,12 +347,11 @@ public:
                                            + " tokens x (7 x hidden + 4 x intermediate) x 2 B, the layer's live set,"
                                              " kept by the caching allocator"));
         if (!r.measured.activationPeakBytes) {
-            // prefill_logprobs: logits [tokens, vocab] and their log-softmax, both in the model dtype.
-            const std::uint64_t vocab = (in.arch.vocabSize + in.setup.tensorParallel - 1) / in.setup.tensorParallel;
-            const Bytes logits{checkedMul(checkedMul(prefill, vocab, "TGI warm-up logits"), 4, "TGI warm-up logits")};
+            const Bytes logits = tgiWarmupLogitsBytes(in.arch.vocabSize, prefill, in.setup.tensorParallel, logSoftmaxInPlace(e));
             b.overheads.push_back(item("warmup_logits", logits,
-                                       "prefill_logprobs of " + formatThousands(prefill)
-                                           + " tokens x vocab: logits and log-softmax, 2 B each"));
+                                       "prefill_logprobs of " + formatThousands(prefill) + " tokens x vocab, 2 B each: the logits"
+                                           + std::string(in.setup.tensorParallel > 1 ? " gathered whole next to the shard's own" : "")
+                                           + (logSoftmaxInPlace(e) ? ", log-softmax in place (2.4 on)" : " and their log-softmax (to 2.3)")));
         }
         const Bytes spent = in.weightsBytes + totalBytes(b.overheads);
         const Bytes freeNow = saturatingSub(total, spent);
