@@ -1,6 +1,7 @@
 // CUDA GEMV / skinny GEMM y = x W^T over the layouts of quantblocks.h.
-// One warp per output row; each lane streams 16-byte loads of its row, decodes them in registers
-// and accumulates fp32 partial sums for a tile of up to 8 rows of x; a warp shuffle reduces.
+// One warp per output row; each lane streams 16-byte loads of its row (GGML q8_0 / q4_0: whole
+// 32-weight blocks), decodes them in registers and accumulates fp32 partial sums for a tile of up
+// to 8 rows of x; a warp shuffle reduces.
 
 #include "gemv.cuh"
 
@@ -91,8 +92,9 @@ __device__ __forceinline__ void decode8(const uint4& raw, int s, const float* nf
 }
 
 /// y[b][n] for one row n per warp and batch rows b0 .. b0 + kBatchTile - 1.
-/// kVector: 16-byte loads of W and x (alignment and group conditions checked by the launcher);
-/// else one weight per lane per step through formats::loadWeight.
+/// kVector: 16-byte loads of W and x (alignment and group conditions checked by the launcher), or
+/// for q8_0 / q4_0 one whole block per lane; else one weight per lane per step through
+/// formats::loadWeight.
 template <fmt::QuantType kType, int kBatchTile, bool kVector>
 static __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) gemvKernel(const GemvParams p) {
     __shared__ float nf4Levels[fmt::kNf4Levels];
@@ -118,7 +120,44 @@ static __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) gemvKernel(
     for (int bt = 0; bt < kBatchTile; ++bt)
         acc[bt] = 0.0f;
 
-    if constexpr (kVector) {
+    if constexpr (kVector && (kType == fmt::QuantType::Q8_0 || kType == fmt::QuantType::Q4_0)) {
+        // GGML blocks of 32 weights, one block per lane per step: the fp16 scale d, then 32 int8
+        // codes (q8_0, 34 bytes) or 16 bytes of nibbles, weight j in the low nibble of byte j and
+        // weight j + 16 in its high nibble, both offset by 8 (q4_0, 18 bytes; ggml-quants.c
+        // dequantize_row_q8_0 / dequantize_row_q4_0). The block's dot is scaled once.
+        constexpr bool kQ4 = kType == fmt::QuantType::Q4_0;
+        constexpr std::uint32_t kBlockBytes = kQ4 ? 18 : 34;
+        const std::uint32_t blocks = p.cols / 32;
+        for (std::uint32_t blk = static_cast<std::uint32_t>(lane); blk < blocks; blk += kWarpSize) {
+            const std::uint8_t* __restrict__ b = row + static_cast<std::uint64_t>(blk) * kBlockBytes;
+            const float d = fmt::halfToFloat(static_cast<std::uint16_t>(__ldg(b) | (__ldg(b + 1) << 8)));
+            float w[32];
+            if constexpr (kQ4) {
+#pragma unroll
+                for (int j = 0; j < 16; ++j) {
+                    const int q = __ldg(b + 2 + j);
+                    w[j] = static_cast<float>((q & 0xf) - 8);
+                    w[j + 16] = static_cast<float>((q >> 4) - 8);
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 32; ++j)
+                    w[j] = static_cast<float>(static_cast<std::int8_t>(__ldg(b + 2 + j)));
+            }
+            const std::uint64_t k0 = static_cast<std::uint64_t>(blk) * 32;
+#pragma unroll
+            for (int bt = 0; bt < kBatchTile; ++bt) {
+                if (bt < static_cast<int>(tile)) {
+                    const std::uint16_t* __restrict__ xb = x + static_cast<std::uint64_t>(bt) * p.cols + k0;
+                    float dot = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < 32; ++j)
+                        dot = fmaf(w[j], fmt::halfToFloat(__ldg(xb + j)), dot);
+                    acc[bt] = fmaf(dot, d, acc[bt]);
+                }
+            }
+        }
+    } else if constexpr (kVector) {
         constexpr int kPerLoad = weightsPerLoad(kType);
         const std::uint32_t loads = p.cols / kPerLoad;
         const uint4* __restrict__ rowVec = reinterpret_cast<const uint4*>(row);
@@ -238,8 +277,10 @@ Status gemv(const GemvArgs& args, cudaStream_t stream) {
     case fmt::QuantType::Int8: launchType<fmt::QuantType::Int8>(p, vector, tile, stream); break;
     case fmt::QuantType::Int4: launchType<fmt::QuantType::Int4>(p, vector, tile, stream); break;
     case fmt::QuantType::Nf4: launchType<fmt::QuantType::Nf4>(p, vector, tile, stream); break;
-    case fmt::QuantType::Q8_0:
-    case fmt::QuantType::Q4_0:
+    // q8_0 / q4_0: one 32-weight block per lane (the block path of gemvKernel); K a multiple of
+    // 32 is checked by validate() (ggml's rule).
+    case fmt::QuantType::Q8_0: launchType<fmt::QuantType::Q8_0>(p, true, tile, stream); break;
+    case fmt::QuantType::Q4_0: launchType<fmt::QuantType::Q4_0>(p, true, tile, stream); break;
     case fmt::QuantType::Q4_K:
     case fmt::QuantType::Q6_K: // one weight per lane through formats::loadWeight (the block decode)
         launchType<fmt::QuantType::Q8_0>(p, false, tile, stream);

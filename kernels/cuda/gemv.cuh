@@ -13,7 +13,8 @@ namespace headroom::kernels::cuda {
 /// (RowPacking::Interleaved8 is the CPU's: NotSupported). The vectorized path (16-byte
 /// loads, one scale per load) is used when rows are 16-byte multiples, W and x are 16-byte
 /// aligned and groups are multiples of the weights per load (8 fp16, 16 int8, 32 int4/NF4);
-/// other shapes run a correct scalar path.
+/// other shapes run a correct scalar path. GGML q8_0 / q4_0 rows run a block path (one 32-weight
+/// block per lane, its dot scaled once); q4_K / q6_K the scalar path.
 bool supportsGemv(const GemvArgs& args);
 
 /// True when gemv() takes the vectorized path for @p args (see supportsGemv).
