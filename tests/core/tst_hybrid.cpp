@@ -289,11 +289,35 @@ TEST_CASE("linear-attention shapes are bounded", "[hybrid]")
     CHECK(cfg.error().message.find("linear_num_value_heads") != std::string::npos);
 }
 
+namespace {
+
+/// A catalog profile against the published config.json it cites: the same parameters, KV per
+/// token and state per sequence as the config imports to. Returns the profile's layout.
+KvLayout checkProfileIsConfig(const char* id, const char* configJson, std::uint64_t parameters)
+{
+    auto parsed = parseHfConfig(configJson, "config.json");
+    REQUIRE(parsed.has_value());
+    const auto profiles = loadProfiles(std::filesystem::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles.has_value());
+    auto model = resolveModel(id, *profiles);
+    REQUIRE(model.has_value());
+    const Architecture& p = *model->architecture;
+    CHECK(parameterCount(p) == parameterCount(parsed->architecture));
+    CHECK(parameterCount(p) == parameters);
+    const KvLayout pk = kvLayout(p, *findKvDtype("bf16"));
+    const KvLayout ck = kvLayout(parsed->architecture, *findKvDtype("bf16"));
+    CHECK(ck.stateBytesPerSequence == pk.stateBytesPerSequence);
+    CHECK(ck.bytesPerToken() == pk.bytesPerToken());
+    return pk;
+}
+
+} // namespace
+
 TEST_CASE("nemotron-h-8b: the profile is its published config.json", "[hybrid][catalog]")
 {
     // nvidia/Nemotron-H-8B-Base-8K config.json, the keys that shape it (as NVIDIA-NeMo
-    // Megatron-Bridge's NemotronH test fixture quotes the published file).
-    auto parsed = parseHfConfig(R"({"architectures": ["NemotronHForCausalLM"], "attention_bias": false,
+    // Megatron-Bridge's NemotronH test fixture quotes the published file); 8.10B, the card's 8B.
+    const KvLayout pk = checkProfileIsConfig("nemotron-h-8b", R"({"architectures": ["NemotronHForCausalLM"], "attention_bias": false,
         "attention_head_dim": 128, "chunk_size": 128, "conv_kernel": 4, "expand": 2, "hidden_act": "relu2",
         "hidden_size": 4096, "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
         "intermediate_size": 21504, "layer_norm_epsilon": 1e-05, "mamba_head_dim": 64, "mamba_hidden_act": "silu",
@@ -302,53 +326,27 @@ TEST_CASE("nemotron-h-8b: the profile is its published config.json", "[hybrid][c
         "num_hidden_layers": 52, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "ssm_state_size": 128,
         "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.48.0.dev0",
         "use_bias": false, "use_conv_bias": true, "vocab_size": 131072})",
-                                "config.json");
-    REQUIRE(parsed.has_value());
-    const auto profiles = loadProfiles(std::filesystem::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles.has_value());
-    auto model = resolveModel("nemotron-h-8b", *profiles);
-    REQUIRE(model.has_value());
-    const Architecture& p = *model->architecture;
-    const Architecture& c = parsed->architecture;
-    CHECK(parameterCount(p) == parameterCount(c));
-    CHECK(parameterCount(p) == 8'100'852'736ull); // the model card's 8B
-    const KvLayout pk = kvLayout(p, *findKvDtype("bf16"));
-    const KvLayout ck = kvLayout(c, *findKvDtype("bf16"));
+                                                    8'100'852'736ull);
     // 4 attention layers of 8 KV heads x 128 x (K + V) x 2 B; 24 Mamba-2 layers of conv state
     // (conv_kernel - 1) x (8,192 + 2 x 8 x 128) and SSM state 128 heads x 64 x 128, bf16.
     CHECK(pk.fullLayers == 4);
     CHECK(pk.bytesPerToken().value == 4ull * 8 * 128 * 2 * 2);
     CHECK(pk.recurrentLayers == 24);
     CHECK(pk.stateBytesPerSequence.value == 24ull * (3 * (8192 + 2 * 8 * 128) + 128 * 64 * 128) * 2);
-    CHECK(ck.stateBytesPerSequence == pk.stateBytesPerSequence);
-    CHECK(ck.bytesPerToken() == pk.bytesPerToken());
 }
 
 TEST_CASE("jamba-1.5-mini: the profile is its published config.json", "[hybrid][catalog]")
 {
     // ai21labs/AI21-Jamba-1.5-Mini config.json, the keys that shape it (as sdpython/onnx-diagnostic's
-    // get_ai21_jamba_15_mini quotes the published file).
-    auto parsed = parseHfConfig(R"({"architectures": ["JambaForCausalLM"], "attn_layer_offset": 4, "attn_layer_period": 8,
+    // get_ai21_jamba_15_mini quotes the published file); 51.57B, the card's 52B total.
+    const KvLayout pk = checkProfileIsConfig("jamba-1.5-mini", R"({"architectures": ["JambaForCausalLM"], "attn_layer_offset": 4, "attn_layer_period": 8,
         "expert_layer_offset": 1, "expert_layer_period": 2, "hidden_act": "silu", "hidden_size": 4096,
         "intermediate_size": 14336, "mamba_conv_bias": true, "mamba_d_conv": 4, "mamba_d_state": 16, "mamba_dt_rank": 256,
         "mamba_expand": 2, "mamba_proj_bias": false, "max_position_embeddings": 262144, "model_type": "jamba",
         "num_attention_heads": 32, "num_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 32,
         "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "sliding_window": null, "tie_word_embeddings": false,
         "torch_dtype": "bfloat16", "transformers_version": "4.40.2", "vocab_size": 65536})",
-                                "config.json");
-    REQUIRE(parsed.has_value());
-    const auto profiles = loadProfiles(std::filesystem::path(HEADROOM_SOURCE_DIR) / "profiles");
-    REQUIRE(profiles.has_value());
-    auto model = resolveModel("jamba-1.5-mini", *profiles);
-    REQUIRE(model.has_value());
-    const Architecture& p = *model->architecture;
-    const Architecture& c = parsed->architecture;
-    CHECK(parameterCount(p) == parameterCount(c));
-    CHECK(parameterCount(p) == 51'570'323'328ull); // the model card's 52B total
-    const KvLayout pk = kvLayout(p, *findKvDtype("bf16"));
-    const KvLayout ck = kvLayout(c, *findKvDtype("bf16"));
+                                                    51'570'323'328ull);
     CHECK(pk.fullLayers == 4);
     CHECK(pk.recurrentLayers == 28);
-    CHECK(ck.stateBytesPerSequence == pk.stateBytesPerSequence);
-    CHECK(ck.bytesPerToken() == pk.bytesPerToken());
 }
