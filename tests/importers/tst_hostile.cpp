@@ -469,6 +469,32 @@ TEST_CASE("hostile 7: every argument is quoted for sh; a pasted command runs not
     CHECK_THAT(flags->command, Catch::Contains("llama-server -m '" + dir.path().string() + "/a\nb'\"$(printf '\\377')\"'.gguf' "));
 }
 
+TEST_CASE("hostile 7: a draft path is escaped inside vLLM's --speculative-config JSON; it adds no key", "[hostile][flags]")
+{
+    // Before (review 13, session 4): the path was pasted between JSON quotes as it was, so
+    // 'x", "method": "eagle", "y": "z.gguf' gave vLLM a config of four keys, and a path with a
+    // backslash or a control byte gave one that does not parse.
+    const ModelProfile* draft = sourceProfiles().findModel("llama-3.2-1b");
+    REQUIRE(draft);
+    PlanRequest req = profileRequest("llama-3.1-8b", "bf16", "h100-sxm", "vllm", 1, 4096);
+    for (const std::string path : {std::string("/m/x\", \"method\": \"eagle\", \"y\": \"z.gguf"), std::string("/m/back\\slash\ttab\nnl.gguf")}) {
+        INFO(path);
+        ModelProfile d = *draft;
+        d.localPath = path;
+        d.id = safeText(path);
+        req.draft = DraftRequest{d, *findFormat("bf16")};
+        auto flags = launchFlags(req, planOf(req));
+        REQUIRE(flags);
+        const auto f = std::find_if(flags->flags.begin(), flags->flags.end(), [](const LaunchFlag& x) { return x.name == "--speculative-config"; });
+        REQUIRE(f != flags->flags.end());
+        const json config = json::parse(f->value); // throws (fails the test) when it is no JSON
+        CHECK(config.size() == 2);
+        CHECK(config["model"] == path);
+        CHECK(config["num_speculative_tokens"] == 4);
+        CHECK_THAT(flags->command, Catch::Contains("--speculative-config " + shellQuote(f->value)));
+    }
+}
+
 // --- class 8: leftovers after kill -9 ------------------------------------------------------------
 
 TEST_CASE("hostile 8: temporary files of a writer killed with -9 are removed by the next write", "[hostile][atomic]")
@@ -707,6 +733,59 @@ TEST_CASE("hostile 4: bad files in the calibrations folder are skipped with a wa
     auto viaPath = applySavedCalibration(request, user.path());
     REQUIRE(viaPath);
     CHECK(viaPath->measured.activationPeakBytes == r.measured.activationPeakBytes);
+}
+
+TEST_CASE("hostile 4: a saved calibration whose terms exceed its card is skipped, not applied to every plan", "[hostile][calibration]")
+{
+    // Before (review 13, session 4): a calibration of another model whose non_torch_bytes was
+    // 2^64 - 1 (or an activation peak of 2^64 - 1) made every vLLM plan on a card of that total
+    // fail with "arithmetic overflow ... lower --users or --context", naming no file.
+    ScratchDir user("hostile-calibration-range");
+    const fs::path dir = user.path() / "calibrations";
+    fs::create_directories(dir);
+    PlanRequest request = profileRequest("llama-3.1-8b", "int4-g128", "rtx-4090", "vllm", 4, 8192);
+    const std::uint64_t total = request.card.totalBytes.value;
+    const std::string head = "{\"schema_version\": 1, \"card\": \"rtx-4090\", \"engine\": \"vllm\", \"model\": \"qwen2.5-7b\", ";
+    const std::string max = "18446744073709551615";
+    writeBytes(dir / "a-non-torch.json", head + "\"card_total_bytes\": " + std::to_string(total) +
+                                             ", \"model_independent\": {\"non_torch_bytes\": " + max + "}}");
+    writeBytes(dir / "b-activation.json", head + "\"card_total_bytes\": " + std::to_string(total) +
+                                              ", \"measured\": {\"activation_peak_bytes\": " + max + "}}");
+    writeBytes(dir / "c-card.json", head + "\"card_total_bytes\": " + max + "}");
+    writeBytes(dir / "d-ubatch.json", head + "\"card_total_bytes\": " + std::to_string(total) + ", \"ubatch_tokens\": " + max + "}");
+
+    requireBounded("calibrations folder with 4 out-of-range files", 10, 64 * kMiB, [&] {
+        const CalibrationFolder folder = readCalibrationFolder(user.path());
+        return folder.warnings.size() == 4 && folder.calibrations.empty() ? 0 : 1;
+    });
+    const CalibrationFolder folder = readCalibrationFolder(user.path());
+    REQUIRE(folder.warnings.size() == 4);
+    const char* expected[] = {"a-non-torch.json: key model_independent.non_torch_bytes: 18446744073709551615 bytes, more than the card_total_bytes",
+                              "b-activation.json: key measured.activation_peak_bytes: 18446744073709551615 bytes, more than",
+                              "c-card.json: key card_total_bytes: ", "d-ubatch.json: key ubatch_tokens: 18446744073709551615 tokens, expected at most 16777216"};
+    for (std::size_t i = 0; i < 4; ++i) {
+        INFO(folder.warnings[i]);
+        CHECK_THAT(folder.warnings[i], Catch::Contains(dir.string() + "/" + expected[i]));
+    }
+    CHECK_THAT(folder.warnings[2], Catch::Contains("more than the largest card size"));
+    CHECK(folder.calibrations.empty());
+    // Every plan on the card still runs: uncalibrated, no overflow.
+    auto viaPath = applySavedCalibration(request, user.path());
+    REQUIRE(viaPath);
+    CHECK(!viaPath->measured.activationPeakBytes);
+    const auto plan = makePlan(*viaPath);
+    CHECK(plan.has_value());
+
+    // A calibration a log measured is not saved either when a term exceeds its card (a misread).
+    LogComparison comparison;
+    comparison.calibration.cardId = "rtx-4090";
+    comparison.calibration.cardTotalBytes = request.card.totalBytes;
+    comparison.calibration.engine = "vllm";
+    comparison.calibration.modelId = "llama-3.1-8b";
+    comparison.calibration.nonTorchBytes = Bytes{1ull << 63};
+    auto saved = saveCalibration(comparison, user.path(), {});
+    REQUIRE(!saved);
+    CHECK_THAT(saved.error(), Catch::Contains("not saved") && Catch::Contains("key model_independent.non_torch_bytes: 9223372036854775808 bytes"));
 }
 
 // --- report --check: amplification and what an untrusted report names ---------------------------

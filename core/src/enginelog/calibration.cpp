@@ -1,6 +1,7 @@
 #include "headroom/core/enginelog/calibration.h"
 
 #include "headroom/core/atomicfile.h"
+#include "headroom/core/card.h"
 #include "headroom/core/engines/engine.h"
 #include "headroom/core/engines/bill.h"
 #include "headroom/core/importers/importedmodel.h"
@@ -814,6 +815,36 @@ std::string calibrationToJson(const LogCalibration& c)
 
 namespace {
 
+/// The most tokens a calibration's micro-batch may name: the CLI's --ubatch bound (2^24).
+constexpr std::uint64_t kMaxCalibrationUbatchTokens = 1ull << 24;
+
+/// Why @p c cannot be a measurement of a card, or empty: its card total is no card size
+/// (cardSizeProblem: 1 byte to 1024 TiB), its micro-batch is over 2^24 tokens, or a term (an
+/// overhead, the free or used memory) is larger than the card it was measured on. Such a file is
+/// a misread or a hostile one: applied, it would overflow or empty the bill of every plan on a card
+/// of that total (review 13: one calibration of 2^64 - 1 bytes broke every vLLM plan on the card).
+std::string calibrationRangeProblem(const LogCalibration& c)
+{
+    if (const std::string why = cardSizeProblem(c.cardTotalBytes.value); !why.empty())
+        return "key card_total_bytes: " + why;
+    if (c.ubatchTokens > kMaxCalibrationUbatchTokens)
+        return "key ubatch_tokens: " + std::to_string(c.ubatchTokens) + " tokens, expected at most " +
+               std::to_string(kMaxCalibrationUbatchTokens);
+    const std::pair<const char*, const std::optional<Bytes>*> terms[] = {
+        {"measured.activation_peak_bytes", &c.measured.activationPeakBytes},
+        {"measured.runtime_bytes", &c.measured.runtimeBytes},
+        {"measured.cuda_graph_bytes", &c.measured.cudaGraphBytes},
+        {"measured.cuda_graphs_captured_bytes", &c.capturedGraphBytes},
+        {"model_independent.non_torch_bytes", &c.nonTorchBytes},
+        {"model_independent.card_free_bytes", &c.cardFreeBytes},
+        {"model_independent.card_used_at_start_bytes", &c.cardUsedAtStartBytes}};
+    for (const auto& [key, value] : terms)
+        if (*value && (*value)->value > c.cardTotalBytes.value)
+            return std::string("key ") + key + ": " + std::to_string((*value)->value) + " bytes, more than the card_total_bytes " +
+                   std::to_string(c.cardTotalBytes.value) + " it was measured on";
+    return {};
+}
+
 /// "an array", "a string": a JSON type for a message.
 std::string withArticle(const char* type)
 {
@@ -888,6 +919,8 @@ tl::expected<LogCalibration, std::string> calibrationFromJson(const std::string&
         if (auto v = u64(m, "card_used_at_start_bytes"))
             c.cardUsedAtStartBytes = Bytes{*v};
     }
+    if (const std::string why = calibrationRangeProblem(c); !why.empty())
+        return tl::unexpected(fileName + ": " + why);
     return c;
 }
 
@@ -1009,6 +1042,8 @@ tl::expected<std::filesystem::path, std::string> saveCalibration(const LogCompar
 {
     if (!comparison.saveRefusal.empty())
         return tl::unexpected("calibration not saved (any saved one is kept as it was): " + comparison.saveRefusal);
+    if (const std::string why = calibrationRangeProblem(comparison.calibration); !why.empty())
+        return tl::unexpected("calibration not saved (any saved one is kept as it was): " + why);
     if (file.empty() && userProfilesDir.empty())
         return tl::unexpected(std::string("calibration not saved: no user profiles folder (give --user-profiles DIR or -o FILE)"));
     const std::filesystem::path out = file.empty() ? calibrationPath(userProfilesDir, comparison.calibration) : file;
