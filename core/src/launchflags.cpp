@@ -73,6 +73,31 @@ std::string draftArgument(const ModelProfile& model, bool wantGguf)
     return a == "$MODEL" ? std::string("$DRAFT_MODEL") : a;
 }
 
+/// @p s as the body of a JSON string (no quotes around it): '"' and '\' backslashed, bytes below
+/// 0x20 and 0x7f as \u00XX (RFC 8259 section 7). Bytes from 0x80 up pass as they are: a path
+/// need not be UTF-8, and Python (vLLM's json.loads of its argv, decoded with surrogateescape)
+/// gives the same bytes back to open(). Before (review 13, session 4), a draft path holding '"'
+/// ended the string and let the file name add keys to --speculative-config.
+std::string jsonStringBody(const std::string& s)
+{
+    std::string out;
+    out.reserve(s.size());
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (u < 0x20 || u == 0x7f) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\u%04x", u);
+            out += hex;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 std::string commandLine(const std::string& program, const std::vector<LaunchFlag>& flags)
 {
     std::string env;
@@ -294,7 +319,7 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             out.notes.push_back(quantNote);
         if (request.draft)
             add("--speculative-config",
-                "{\"model\": \"" + draftArgument(request.draft->model, false) + "\", \"num_speculative_tokens\": 4}", arg,
+                "{\"model\": \"" + jsonStringBody(draftArgument(request.draft->model, false)) + "\", \"num_speculative_tokens\": 4}", arg,
                 "draft model " + plan.draftModelId + ", priced in the plan; 4 draft tokens a step (set to taste)");
         out.command = commandLine("vllm serve " + shellWord(modelArgument(request.model, false)), out.flags);
         break;
