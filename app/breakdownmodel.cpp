@@ -1,5 +1,7 @@
 #include "breakdownmodel.h"
 
+#include "splitsegments.h"
+
 #include "catalog.h"
 #include "formatting.h"
 
@@ -65,9 +67,35 @@ BreakdownModel::BreakdownModel(QObject* parent)
 void BreakdownModel::setPlan(const PlanResult& plan, std::uint64_t users, std::uint64_t contextTokens)
 {
     beginResetModel();
-    m_segments = billSegments(plan, users, contextTokens);
+    // A layer split bills the card's side of the split, then the host RAM's (splitbill.h).
+    const SplitBill split = splitBill(plan);
+    m_segments = gpuSplitSegments(plan, split);
+    if (m_segments.empty())
+        m_segments = billSegments(plan, users, contextTokens);
+    for (BillSegment& h : app::hostSegments(split)) {
+        h.host = true;
+        m_segments.push_back(std::move(h));
+    }
     m_cardTotal = plan.cardTotalBytes;
     endResetModel();
+}
+
+std::vector<BillSegment> BreakdownModel::cardSegments() const
+{
+    std::vector<BillSegment> out;
+    for (const BillSegment& s : m_segments)
+        if (!s.host)
+            out.push_back(s);
+    return out;
+}
+
+std::vector<BillSegment> BreakdownModel::hostSegments() const
+{
+    std::vector<BillSegment> out;
+    for (const BillSegment& s : m_segments)
+        if (s.host)
+            out.push_back(s);
+    return out;
 }
 
 void BreakdownModel::clear()
@@ -108,7 +136,7 @@ QVariant BreakdownModel::data(const QModelIndex& index, int role) const
         case Note:
             return data(index, Qt::DisplayRole);
         case Share:
-            return share;
+            return s.host ? 0.0 : share;
         default:
             return QVariant::fromValue<quint64>(s.bytes.value);
         }
@@ -117,13 +145,13 @@ QVariant BreakdownModel::data(const QModelIndex& index, int role) const
         return {};
     switch (index.column()) {
     case Item:
-        return s.name;
+        return s.host ? QStringLiteral("host RAM: ") + s.name : s.name;
     case ExactBytes:
         return thousands(s.bytes.value);
     case Size:
         return bytesText(s.bytes);
     case Share:
-        return QStringLiteral("%1 %").arg(share, 0, 'f', 1);
+        return s.host ? QStringLiteral("(host)") : QStringLiteral("%1 %").arg(share, 0, 'f', 1);
     case Note:
         return s.note;
     default:

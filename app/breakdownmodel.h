@@ -20,6 +20,7 @@ struct BillSegment {
     QString name;   ///< "weights", "activation_peak", "KV cache", "free", "utilization_headroom", "over by"
     Bytes bytes;
     QString note;   ///< how it was priced
+    bool host = false; ///< kept in host RAM (a layer split's host side, splitbill.h), not on the card
 };
 
 /// The slices in bar order; their sum is the card total when weights and overheads fit in
@@ -40,7 +41,12 @@ public:
 
     void setPlan(const PlanResult& plan, std::uint64_t users, std::uint64_t contextTokens);
     void clear();
+    /// Every row: the card's slices, then (with a layer split) the host RAM's.
     const std::vector<BillSegment>& segments() const { return m_segments; }
+    /// The card's slices (the memory bar's row): with a layer split, its GPU side.
+    std::vector<BillSegment> cardSegments() const;
+    /// What stays in host RAM (the memory bar's host row); empty when nothing does.
+    std::vector<BillSegment> hostSegments() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;

@@ -10,7 +10,6 @@
 #include "memorybar.h"
 #include "placementindicator.h"
 #include "probepanel.h"
-#include "splitsegments.h"
 #include "splitspeedchart.h"
 
 #include "headroom/core/offloadsweep.h"
@@ -182,19 +181,17 @@ void DetailPanel::showPlan(const PlanResult& p)
     m_limits->setText(verdictText(p));
     m_limits->setToolTip(QString::fromStdString(p.reason));
     m_bill->setPlan(p, m_users, m_context);
-    // A layer split: the card's row is the GPU side of the split, host RAM a row of its own.
-    const SplitBill split = splitBill(p);
-    const std::vector<BillSegment> gpu = gpuSplitSegments(p, split);
-    m_bar->setSegments(gpu.empty() ? m_bill->breakdown()->segments() : gpu, p.cardTotalBytes);
+    // A layer split: the card's row is the GPU side of the split, host RAM a row of its own
+    // (the same rows as the Memory bill tab).
+    m_bar->setSegments(m_bill->breakdown()->cardSegments(), p.cardTotalBytes);
     m_barLegend->setText(m_bar->legendHtml());
-    const std::vector<BillSegment> host = hostSegments(split);
+    const std::vector<BillSegment> host = m_bill->breakdown()->hostSegments();
     m_hostBar->setVisible(!host.empty());
     m_hostLegend->setVisible(!host.empty());
     if (!host.empty()) {
-        const Bytes hostRam = m_request && m_request->hostMemoryBytes ? *m_request->hostMemoryBytes : split.hostBytes();
-        m_hostBar->setTotalCaption(m_request && m_request->hostMemoryBytes ? QStringLiteral("host RAM (--host-ram)")
-                                                                           : QStringLiteral("host RAM needed"));
-        m_hostBar->setSegments(host, hostRam);
+        const bool given = m_request && m_request->hostMemoryBytes;
+        m_hostBar->setTotalCaption(given ? QStringLiteral("host RAM (--host-ram)") : QStringLiteral("host RAM needed"));
+        m_hostBar->setSegments(host, given ? *m_request->hostMemoryBytes : hostMemoryBytes(p));
         m_hostLegend->setText(QStringLiteral("<b>Host RAM</b>: ") + m_hostBar->legendHtml());
     }
     QString summary = placementSummary(p).toHtmlEscaped();

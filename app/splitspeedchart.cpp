@@ -120,8 +120,12 @@ void SplitSpeedChart::rebuild()
     if (shown && shown->state != FitState::DoesNotFit)
         m_mark->append(shown->gpuLayers, shown->decodeTokensPerSecond);
     attach(chart, m_mark, x, y);
-    x->setRange(0, static_cast<double>(m_steps.back().gpuLayers));
-    x->setTickCount(std::min<int>(static_cast<int>(m_steps.back().gpuLayers) + 1, 9));
+    // Ticks on whole layer counts: every 2, 5, 10 or 20 layers, from 0.
+    const std::uint32_t total = m_steps.back().gpuLayers;
+    x->setRange(0, static_cast<double>(total));
+    x->setTickType(QValueAxis::TicksDynamic);
+    x->setTickAnchor(0);
+    x->setTickInterval(total <= 20 ? 2 : (total <= 50 ? 5 : (total <= 100 ? 10 : 20)));
     const double step = std::pow(10.0, std::floor(std::log10(top)));
     y->setRange(0, std::ceil(top * 1.1 / step) * step);
     y->setTickCount(5);

@@ -3,6 +3,8 @@
 // as `headroom-cli plan --offload N --json` prints for the same request.
 
 #include "apptestutils.h"
+#include "billpanel.h"
+#include "breakdownmodel.h"
 #include "detailpanel.h"
 #include "gpulayerscontrol.h"
 #include "memorybar.h"
@@ -103,6 +105,11 @@ void checkSameAsCli(const DetailPanel& panel, const QJsonObject& cli)
     }
 }
 
+std::size_t gpuRowsExpected(const DetailPanel& panel)
+{
+    return panel.memoryBar()->segments().size();
+}
+
 } // namespace
 
 TEST_CASE("offload: llama-2-13b q4_k on an RTX 4060 is partial, the slider starts at --fit's split", "[offload]")
@@ -156,6 +163,12 @@ TEST_CASE("offload: llama-2-13b q4_k on an RTX 4060 is partial, the slider start
     REQUIRE_FALSE(panel.hostBar()->segments().empty());
     CHECK(panel.hostBar()->segments().front().name == QStringLiteral("weights (mapped file pages, mmap)"));
     CHECK(panel.hostBar()->segments().front().note.contains(QStringLiteral("not a copy")));
+    // The Memory bill lists the same rows: the card's side, then the host RAM's.
+    const auto& rows = panel.bill()->breakdown()->segments();
+    REQUIRE(rows.size() == gpuRowsExpected(panel) + panel.hostBar()->segments().size());
+    CHECK(rows.back().host);
+    CHECK(panel.bill()->breakdown()->data(panel.bill()->breakdown()->index(static_cast<int>(rows.size()) - 1, BreakdownModel::Share))
+              .toString() == QStringLiteral("(host)"));
     // The GPU row is the split's GPU side: its model and KV buffers as llama.cpp prints them.
     const auto& gpu = panel.memoryBar()->segments();
     REQUIRE(gpu.size() >= 3);
