@@ -5,6 +5,7 @@
 #include "headroom/core/resolve.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -435,6 +436,40 @@ AccuracySummary AccuracyReport::total() const
     return s;
 }
 
+bool isPlacementFigure(const std::string& name)
+{
+    static const char* const layers[] = {"offloaded_layers", "layers_offload", "gpu_model_buffer_mib",
+                                         "host_model_buffer_mib", "gpu_kv_buffer_mib", "host_kv_buffer_mib",
+                                         "host_repack_bytes"};
+    for (const char* n : layers)
+        if (name == n)
+            return true;
+    // cuda0_kv_buffer_bytes, cuda1_compute_buffer_bytes, ...: one device of a split.
+    return name.size() > 5 && name.rfind("cuda", 0) == 0 && std::isdigit(static_cast<unsigned char>(name[4]));
+}
+
+bool AccuracyReport::isPlacementCase(const CaseOutcome& c)
+{
+    return std::any_of(c.figures.begin(), c.figures.end(), [](const FigureOutcome& f) { return isPlacementFigure(f.name); });
+}
+
+bool AccuracyReport::allWithin(const CaseOutcome& c)
+{
+    return c.error.empty()
+        && std::all_of(c.figures.begin(), c.figures.end(), [](const FigureOutcome& f) { return f.predicted && f.within; });
+}
+
+PlacementSummary AccuracyReport::placement() const
+{
+    PlacementSummary s;
+    for (const CaseOutcome& c : cases)
+        if (isPlacementCase(c)) {
+            ++s.cases;
+            s.within += allWithin(c) ? 1 : 0;
+        }
+    return s;
+}
+
 std::map<std::string, AccuracySummary> AccuracyReport::byEngine() const
 {
     std::map<std::string, AccuracySummary> out;
@@ -513,6 +548,10 @@ std::string formatAccuracyText(const AccuracyReport& report)
     std::snprintf(line, sizeof line, "  %-14s %3d cases, %3d of %3d within (%5.1f %%)\n", "all", all.cases, all.within,
                   all.headline, all.rate() * 100);
     out << line;
+    const PlacementSummary placed = report.placement();
+    std::snprintf(line, sizeof line, "placement cases (every figure within): %d of %d (%.1f %%)\n", placed.within,
+                  placed.cases, placed.rate() * 100);
+    out << line;
     out << "headline misses:";
     for (const CaseOutcome& c : report.cases)
         for (const FigureOutcome& f : c.figures)
@@ -543,6 +582,19 @@ std::string formatAccuracyMarkdown(const AccuracyReport& report)
     std::snprintf(line, sizeof line, "| **all** | %d | %d of %d | %.1f %% |\n\n", all.cases, all.within, all.headline,
                   all.rate() * 100);
     out << line;
+    const PlacementSummary placed = report.placement();
+    out << "## Placement (partial offload, per-device buffers)\n\n"
+           "A placement case prints where things live: llama.cpp's `offloaded N/M layers`, a device's model, KV or "
+           "compute buffer of a split or a CPU run, Ollama's `layers.offload`. It is within when every figure of the "
+           "case is within its tolerance (the placement and every per-device byte figure, from the settings alone).\n\n";
+    std::snprintf(line, sizeof line, "**%d of %d placement cases within (%.1f %%).**\n\n| case | engine@version | within |\n|---|---|---|\n",
+                  placed.within, placed.cases, placed.rate() * 100);
+    out << line;
+    for (const CaseOutcome& c : report.cases)
+        if (AccuracyReport::isPlacementCase(c))
+            out << "| `" << c.id << "` | " << c.engine << "@" << c.engineVersion << " | "
+                << (AccuracyReport::allWithin(c) ? "yes" : "no") << " |\n";
+    out << "\n";
     out << "## Headline misses and the term that causes each\n\n";
     bool any = false;
     for (const CaseOutcome& c : report.cases)

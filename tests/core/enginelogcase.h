@@ -92,11 +92,31 @@ struct AccuracySummary {
     double rate() const { return headline > 0 ? static_cast<double>(within) / headline : 0.0; }
 };
 
+/// Counts over placement cases (issue 11): a case whose log prints where things live (llama.cpp's
+/// "offloaded N/M layers", a device's model/KV/compute buffer of a split or a CPU run, Ollama's
+/// layers.offload). Such a case is within when every figure it has is within tolerance: the
+/// placement and every per-device byte figure, reproduced from the settings alone.
+struct PlacementSummary {
+    int cases = 0;
+    int within = 0;
+    double rate() const { return cases > 0 ? static_cast<double>(within) / cases : 0.0; }
+};
+
+/// True for a figure that says where something lives: a layer count of a split
+/// (offloaded_layers, layers_offload) or one device's buffer (gpu_/host_ model and KV buffers,
+/// cudaN_* per-device figures).
+bool isPlacementFigure(const std::string& name);
+
 /// Every case compared.
 struct AccuracyReport {
     std::vector<CaseOutcome> cases;
     AccuracySummary total() const;
     std::map<std::string, AccuracySummary> byEngine() const;
+    PlacementSummary placement() const;
+    /// True when @p c is a placement case (it has a placement figure).
+    static bool isPlacementCase(const CaseOutcome& c);
+    /// True when every figure of @p c is within its tolerance.
+    static bool allWithin(const CaseOutcome& c);
 };
 
 /// The plan request of a case: its model, formats, card, engine and settings.
