@@ -104,6 +104,8 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
         return side("model_buffer", figure[0] == 'h');
     if (figure == "gpu_kv_buffer_mib" || figure == "host_kv_buffer_mib")
         return side("kv_buffer", figure[0] == 'h');
+    if (figure == "host_split_compute_buffer_bytes") // CUDA_Host compute buffer of a split
+        return side("compute_buffer", true);
     if (figure == "layers_offload")
         return all("layers.offload", 1.0);
     if (figure == "rs_buffer_mib")

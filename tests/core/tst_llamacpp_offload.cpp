@@ -332,3 +332,72 @@ TEST_CASE("llama.cpp --tensor-split: layers by the normalised split points, the 
     CHECK_FALSE(llamacpp::parseTensorSplit("-1,1").has_value());
     CHECK_FALSE(llamacpp::parseTensorSplit("1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1").has_value());
 }
+
+TEST_CASE("llama.cpp pipeline parallelism: each GPU's compute buffer adds n_copies = 4 copies of the inputs it receives",
+          "[llamacpp][offload][tensor-split][pipeline]")
+{
+    constexpr double kMiB = 1024.0 * 1024.0;
+    const auto mibOf = [&](Bytes b) { return static_cast<double>(b.value) / kMiB; };
+
+    // llama.cpp#11200 (b4462): Qwen2.5-32B q8_0, -ngl 99 -ts 10,6 -c 32768 -b 512 -ub 256 -fa on,
+    // q8_0 cache; printed: CUDA0 233.00, CUDA1 237.51, CUDA_Host 133.01 MiB.
+    Architecture q = test::llama31_8b();
+    q.family = "qwen2";
+    q.layers = 64;
+    q.hiddenSize = 5120;
+    q.attentionHeads = 40;
+    q.intermediateSize = 27648;
+    q.vocabSize = 152064;
+    llamacpp::ContextSettings c;
+    c.ctxSizeTokens = 32768;
+    c.batchTokens = 512;
+    c.ubatchTokens = 256;
+    c.flashAttention = true;
+    c.typeK = *findKvDtype("q8_0");
+    c.typeV = c.typeK;
+    llamacpp::OffloadSettings o;
+    o.gpuLayers = 99;
+    o.tensorSplit = {10, 6};
+    const llamacpp::OffloadBill b = llamacpp::offload(q, *findFormat("q8_0"), c, o);
+    CHECK(b.pipelineCopies == 4);
+    REQUIRE(b.devices.size() == 2);
+    CHECK(mibOf(b.devices[0].computeBytes) == Approx(233.00).epsilon(0.005)); // 234.00: +0.43 %
+    CHECK(mibOf(b.devices[1].computeBytes) == Approx(237.51).margin(0.01));
+    CHECK(mibOf(b.host.computeBytes) == Approx(133.01).margin(0.01));
+
+    // llama.cpp PR #6122 (b2400s): Command-R on two GPUs, every layer offloaded, -c 4096 -b 2048
+    // -ub 512, flash attention off: printed CUDA0 672.01 MiB ("pipeline parallelism enabled (n_copies=4)").
+    Architecture r = test::llama31_8b();
+    r.family = "command-r";
+    r.layers = 40;
+    r.hiddenSize = 8192;
+    r.attentionHeads = 64;
+    r.kvHeads = 64;
+    r.intermediateSize = 22528;
+    r.vocabSize = 256000;
+    r.tiedEmbeddings = true;
+    llamacpp::ContextSettings rc;
+    rc.ctxSizeTokens = 4096;
+    rc.flashAttention = false;
+    rc.typeK = *findKvDtype("f16");
+    rc.typeV = rc.typeK;
+    o.tensorSplit = {12, 29};
+    const llamacpp::OffloadBill cr = llamacpp::offload(r, *findFormat("q4_k"), rc, o);
+    CHECK(cr.pipelineCopies == 4);
+    CHECK(cr.devicesLayers == std::vector<std::uint32_t>{12, 29});
+    CHECK(mibOf(cr.devices[0].computeBytes) == Approx(672.01).margin(0.01));
+
+    // Not enabled: a layer left on the CPU, --n-cpu-moe (a tensor override), --no-kv-offload, one GPU.
+    llamacpp::OffloadSettings partial = o;
+    partial.gpuLayers = 40;
+    CHECK(llamacpp::offload(r, *findFormat("q4_k"), rc, partial).pipelineCopies == 1);
+    llamacpp::OffloadSettings moe = o;
+    moe.cpuMoeLayers = 4;
+    CHECK(llamacpp::offload(r, *findFormat("q4_k"), rc, moe).pipelineCopies == 1);
+    llamacpp::OffloadSettings noKv = o;
+    noKv.kvOffload = false;
+    CHECK(llamacpp::offload(r, *findFormat("q4_k"), rc, noKv).pipelineCopies == 1);
+    llamacpp::OffloadSettings one = o;
+    one.tensorSplit.clear();
+    CHECK(llamacpp::offload(r, *findFormat("q4_k"), rc, one).pipelineCopies == 1);
+}

@@ -341,7 +341,7 @@ private:
                                  "llama_kv_cache: " + dev + " KV buffer size = " + mib(side.kvBytes), src});
             b.figures.push_back({id + "_compute_buffer_bytes", static_cast<double>(side.computeBytes.value), "bytes",
                                  "sched_reserve: " + dev + " compute buffer size = " + mib(side.computeBytes)
-                                     + " (estimate: one device's reserve graph, logits on the output layer's GPU)",
+                                     + (bill.pipelineCopies > 1 ? " (its reserve graph and " + std::to_string(bill.pipelineCopies) + " copies of the inputs it receives: pipeline parallelism)" : std::string(" (estimate: one device's reserve graph, logits on the output layer's GPU)")),
                                  src});
         }
         std::string per;

@@ -194,6 +194,10 @@ ComputeBill computeBuffer(const Architecture& arch, const ContextSettings& s)
         out.totalBytes = out.ffnStageBytes;
         out.binding = "ffn";
     }
+    out.embdBytes = Bytes{embd};
+    out.positionsBytes = Bytes{checkedMul(t, kF32)};
+    out.maskDeviceBytes = Bytes{masks};
+    out.maskInputBytes = Bytes{s.flashAttention ? checkedMul(masks, 2) : masks}; // built f32, cast to f16 for FA
     const Bytes movedToHost = Bytes{embd} + Bytes{checkedMul(t, kF32)};
     out.hostPartBytes = movedToHost + Bytes{masks};
     out.deviceBytes = saturatingSub(out.totalBytes, movedToHost);

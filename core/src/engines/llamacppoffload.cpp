@@ -217,6 +217,42 @@ OffloadTensors offloadTensors(const Architecture& arch, const WeightFormat& form
     return out;
 }
 
+namespace {
+
+constexpr std::uint32_t kSchedMaxCopies = 4; // GGML_SCHED_MAX_COPIES, ggml/src/ggml-backend.cpp
+
+// The compute buffers with pipeline parallelism (OffloadBill::pipelineCopies): each device's own
+// working memory (the largest stage of the reserve graph, the logits only on the output layer's
+// GPU, the mask it reads left out where that mask is one of its input copies) plus n_copies x
+// the inputs it receives; the host keeps n_copies x its graph inputs and token_embd's rows.
+void pipelineCompute(const ComputeBill& c, bool flashAttention, OffloadBill& out)
+{
+    const std::uint64_t n = out.pipelineCopies;
+    const Bytes moved = c.embdBytes + c.positionsBytes;
+    bool first = true;
+    for (std::size_t d = 0; d < out.devices.size(); ++d) {
+        if (out.devicesLayers[d] == 0)
+            continue;
+        const bool output = static_cast<int>(d) == out.outputDevice;
+        // The first GPU receives the f32 mask from the CPU (and casts it for flash attention);
+        // without flash attention every GPU reads its own copy of the f32 mask.
+        const bool maskIsCopy = !first || !flashAttention;
+        const Bytes mask = first || !flashAttention ? c.maskInputBytes : c.maskDeviceBytes;
+        const Bytes received = c.embdBytes + c.positionsBytes + mask;
+        const Bytes outputStage = output ? c.outputStageBytes : saturatingSub(c.outputStageBytes, c.logitsBytes);
+        const Bytes attention = maskIsCopy ? saturatingSub(c.attentionStageBytes, c.maskDeviceBytes) : c.attentionStageBytes;
+        const Bytes working = saturatingSub(std::max({outputStage, attention, c.ffnStageBytes}), moved);
+        out.devices[d].computeBytes = working + Bytes{checkedMul(received.value, n, "pipeline copies")};
+        first = false;
+    }
+    // inp_tokens, inp_pos, inp_out_ids (T x 4 B each) and the f32 mask, n_copies times; the
+    // embeddings get_rows produces once.
+    const Bytes inputs = c.maskInputBytes + Bytes{checkedMul(c.positionsBytes.value, 3, "graph inputs")};
+    out.host.computeBytes = c.embdBytes + Bytes{checkedMul(inputs.value, n, "pipeline copies")};
+}
+
+} // namespace
+
 OffloadBill offload(const Architecture& arch, const WeightFormat& format, const ContextSettings& context,
                     const OffloadSettings& o)
 {
@@ -287,7 +323,10 @@ OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const 
 
     const ComputeBill compute = computeBuffer(arch, context);
     out.hostOutputBytes = outputBufferBytes(arch, context);
-    if (ngl == 0) {
+    out.pipelineCopies = where.points.size() > 1 && ngl > layers && o.kvOffload && o.cpuMoeLayers == 0 ? kSchedMaxCopies : 1;
+    if (out.pipelineCopies > 1) {
+        pipelineCompute(compute, context.flashAttention, out);
+    } else if (ngl == 0) {
         out.host.computeBytes = compute.totalBytes;
     } else {
         for (std::size_t d = 0; d < out.devices.size(); ++d)

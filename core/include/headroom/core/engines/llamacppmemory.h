@@ -136,6 +136,14 @@ struct ComputeBill {
     /// scheduler keeps on the CPU backend and the token-embedding rows get_rows produces there
     /// (token_embd stays in host memory): n_embd x T x 4 B + the masks + positions T x 4 B.
     Bytes hostPartBytes;
+    /// The graph inputs the pipeline-parallel copies are made of (OffloadBill::pipelineCopies):
+    /// one hidden state n_embd x T x 4 B (inp_embd, or the activation a device receives), the
+    /// positions T x 4 B, the KQ masks as llama.cpp builds them (f32, n_kv x T x 4 B summed over the
+    /// kinds of cache) and as the device reads them (cast to f16 with flash attention).
+    Bytes embdBytes;
+    Bytes positionsBytes;
+    Bytes maskInputBytes;
+    Bytes maskDeviceBytes;
 };
 
 /// The compute buffer of @p arch under @p settings.

@@ -77,9 +77,24 @@ struct OffloadBill {
     SideBill gpu;                      ///< the GPU (with --tensor-split, the sum over the GPUs)
     /// Each GPU's side in device order (one entry without --tensor-split): CUDA0, CUDA1, ...
     /// model/KV buffers. Compute buffers: every GPU holding layers gets the device part of the
-    /// reserve graph, the logits only on the output layer's GPU (an estimate: not yet checked on
-    /// a multi-GPU log, where pipeline parallelism (n_copies = 4) changes them).
+    /// reserve graph, the logits only on the output layer's GPU; with pipeline parallelism
+    /// (pipelineCopies = 4) each device adds 4 copies of the inputs it receives (see there).
     std::vector<SideBill> devices;
+    /// n_copies of ggml_backend_sched: 4 (GGML_SCHED_MAX_COPIES) when llama.cpp enables pipeline
+    /// parallelism ("pipeline parallelism enabled (n_copies=4)": more than one GPU, every layer
+    /// and the output offloaded, the KV offloaded, layer split, no tensor overrides such as
+    /// --n-cpu-moe; ggml-org/llama.cpp PR #6017, March 2024), else 1. The scheduler then keeps
+    /// n_copies copies of every graph input on its backend and of every tensor a split receives
+    /// from another backend, each set input and output so that ggml-alloc never frees or reuses
+    /// them (ggml/src/ggml-backend.cpp ggml_backend_sched_split_graph, ggml-org/ggml d99724f2).
+    /// So a device's compute buffer is its own working memory plus n_copies x (the hidden state it
+    /// receives + the positions + the KQ mask: f32 from the CPU on the first GPU, and without flash
+    /// attention on every GPU; with flash attention the later GPUs receive the first GPU's f16
+    /// cast), and the host's (CUDA_Host) is n_copies x (the f32 mask + tokens, positions and output
+    /// ids, T x 4 B each) plus token_embd's get_rows output. Checked on two public logs: b2400
+    /// Command-R on two GPUs (CUDA0 672.01 MiB) and b4462 Qwen2.5-32B -ts 10,6 (CUDA0 233.00,
+    /// CUDA1 237.51, CUDA_Host 133.01 MiB), tests/core/tst_llamacpp_offload.cpp.
+    std::uint32_t pipelineCopies = 1;
     std::vector<std::uint32_t> devicesLayers; ///< offloaded layers per GPU (the output layer counted on its GPU)
     int outputDevice = -1;             ///< the output layer's GPU, -1 = the host
     /// Device changes of the hidden state along one decode step: token_embd (CPU) -> layer 0 -> ...
