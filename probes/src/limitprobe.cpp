@@ -315,7 +315,7 @@ ProbeResult runLimitSearch(const DeviceSpec& spec, std::optional<Bytes> budgetAr
 ProbeResult runLimitProbe(const DeviceSpec& device, std::optional<Bytes> budget, const ModelInputs& model,
                           const LimitProbeOptions& options, ProbeProgress& progress)
 {
-    const std::string why = decodeUnsupportedReason(model);
+    const std::string why = decodeUnsupportedReasonOn(device.kind, model);
     if (!why.empty() && options.testHook == ChildTestHook::None) {
         ProbeResult r = failedResult("limit", "not supported: " + why);
         r.setVerdict(ProbeVerdict::NotSupported);

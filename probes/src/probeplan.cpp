@@ -3,6 +3,7 @@
 #include "modelondevice.h"
 
 #include "headroom/core/card.h"
+#include "headroom/kernels/kernels.h"
 #include "headroom/core/enginepolicy.h"
 
 #include <set>
@@ -103,6 +104,39 @@ std::string decodeUnsupportedReason(const ModelInputs& inputs)
                       " a block or group format whose blocks divide qk_nope_head_dim and kv_lora_rank)";
         }
     }
+    return {};
+}
+
+std::string decodeUnsupportedReasonOn(DeviceKind device, const ModelInputs& inputs)
+{
+    if (std::string why = decodeUnsupportedReason(inputs); !why.empty())
+        return why;
+    const Architecture& a = *inputs.model.architecture;
+    const bool mla = a.mla.cachesLatent();
+    // The step's attention call with placeholder pointers (supports() reads only sizes).
+    static const std::uint16_t dummy16[8] = {};
+    static const std::int32_t dummy32[8] = {};
+    static float dummyOut[8] = {};
+    kernels::DecodeAttentionArgs args;
+    args.batch = 1;
+    args.numHeads = a.attentionHeads;
+    args.numKvHeads = mla ? 1 : a.kvHeads;
+    args.headDim = mla ? a.mla.kvLoraRank + a.mla.qkRopeHeadDim : a.headDim;
+    args.q = dummy16;
+    args.seqLens = dummy32;
+    args.layout = kernels::KvLayout::Paged;
+    args.k = dummy16;
+    args.v = dummy16;
+    args.blockTable = dummy32;
+    args.maxBlocksPerSeq = 1;
+    args.blockTokens = static_cast<std::uint32_t>(kProbeBlockTokens);
+    args.numBlocks = 1;
+    args.out = dummyOut;
+    const kernels::Backend backend = device == DeviceKind::Cuda ? kernels::Backend::Cuda : kernels::Backend::Cpu;
+    if (!kernels::supports(backend, args))
+        return std::string("the ") + kernels::backendName(backend) + " decode attention kernel does not run " + std::to_string(args.numHeads)
+            + " query heads on " + std::to_string(args.numKvHeads) + " KV heads of " + std::to_string(args.headDim)
+            + (mla ? " (absorbed MLA: every head reads the one latent)" : "");
     return {};
 }
 

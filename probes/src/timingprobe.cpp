@@ -42,7 +42,7 @@ ProbeResult runTimingProbe(Device& device, const ModelInputs& inputs, const Timi
 {
     ProbeResult r;
     r.probe = "timing";
-    if (const std::string why = decodeUnsupportedReason(inputs); !why.empty()) {
+    if (const std::string why = decodeUnsupportedReasonOn(device.kind(), inputs); !why.empty()) {
         r = failedResult("timing", "not supported: " + why);
         r.setVerdict(ProbeVerdict::NotSupported);
         return r;

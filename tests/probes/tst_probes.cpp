@@ -907,6 +907,11 @@ TEST_CASE("what the decode step cannot run is 'not supported', with the reason",
                    in.model.architecture->sliding.windowTokens = 512;
                }),
                Catch::Contains("sliding-window"));
+    // The device's attention kernel: the CPU runs absorbed MLA (H queries over one latent of 160);
+    // CUDA's kernel needs a power-of-two head dim and at most 16 heads a KV head.
+    CHECK(decodeUnsupportedReasonOn(DeviceKind::Cpu, tinyDeepseekV2Lite()).empty());
+    CHECK_THAT(decodeUnsupportedReasonOn(DeviceKind::Cuda, tinyDeepseekV2Lite()),
+               Catch::StartsWith("the cuda decode attention kernel does not run 4 query heads on 1 KV heads of 160 (absorbed MLA"));
     ModelInputs mamba = tinyDeepseekV2Lite();
     mamba.model.architecture->mla.fullKvCache = true;
     NullProgress progress;

@@ -48,9 +48,17 @@ struct ModelInputs {
     std::uint64_t users = 1;        ///< concurrent sequences
 };
 
-/// Why the decode step cannot run @p model on the kernels (MoE, MLA, sliding windows, per-layer
-/// heads, a weight format or KV dtype without kernels, non-llama tensor names); "" when it can.
+/// Why the decode step cannot run @p model on the kernels (recurrent mixers, gated attention
+/// outputs, full-KV MLA, sliding windows, per-layer heads, a weight format or KV dtype without
+/// kernels, non-llama tensor names); "" when it can (dense, MoE, MLA latent, plain-MLP and
+/// MLP-only layers run).
 std::string decodeUnsupportedReason(const ModelInputs& model);
+
+/// decodeUnsupportedReason, then whether the decode attention kernel of @p device runs the
+/// model's geometry (kernels::supports: CUDA needs a head dim that is a power of two in 8..256 and
+/// at most 16 query heads a KV head, which absorbed MLA's H queries over one latent of
+/// kv_lora_rank + qk_rope do not meet); "" when both hold.
+std::string decodeUnsupportedReasonOn(DeviceKind device, const ModelInputs& model);
 
 /// How a probe that must survive aborts and driver faults runs (the limit search).
 struct Isolation {
