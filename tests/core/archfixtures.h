@@ -78,4 +78,34 @@ inline Architecture pythia14b()
     return a;
 }
 
+/// Qwen2.5-32B (Qwen config.json): 64 layers, 40 heads, 8 KV heads of 128, hidden 5,120, FFN
+/// 27,648, vocab 152,064 (QKV bias left out: the tests using it price buffers, not weights).
+inline Architecture qwen25_32b()
+{
+    Architecture a = llama31_8b();
+    a.family = "qwen2";
+    a.layers = 64;
+    a.hiddenSize = 5120;
+    a.attentionHeads = 40;
+    a.intermediateSize = 27648;
+    a.vocabSize = 152064;
+    return a;
+}
+
+/// Command-R (c4ai-command-r-v01 config.json): 40 layers, 64 heads with 64 KV heads of 128 (MHA),
+/// hidden 8,192, FFN 22,528, vocab 256,000, tied embeddings.
+inline Architecture commandR()
+{
+    Architecture a = llama31_8b();
+    a.family = "command-r";
+    a.layers = 40;
+    a.hiddenSize = 8192;
+    a.attentionHeads = 64;
+    a.kvHeads = 64;
+    a.intermediateSize = 22528;
+    a.vocabSize = 256000;
+    a.tiedEmbeddings = true;
+    return a;
+}
+
 } // namespace headroom::test

@@ -341,13 +341,7 @@ TEST_CASE("llama.cpp pipeline parallelism: each GPU's compute buffer adds n_copi
 
     // llama.cpp#11200 (b4462): Qwen2.5-32B q8_0, -ngl 99 -ts 10,6 -c 32768 -b 512 -ub 256 -fa on,
     // q8_0 cache; printed: CUDA0 233.00, CUDA1 237.51, CUDA_Host 133.01 MiB.
-    Architecture q = test::llama31_8b();
-    q.family = "qwen2";
-    q.layers = 64;
-    q.hiddenSize = 5120;
-    q.attentionHeads = 40;
-    q.intermediateSize = 27648;
-    q.vocabSize = 152064;
+    const Architecture q = test::qwen25_32b();
     llamacpp::ContextSettings c;
     c.ctxSizeTokens = 32768;
     c.batchTokens = 512;
@@ -367,15 +361,7 @@ TEST_CASE("llama.cpp pipeline parallelism: each GPU's compute buffer adds n_copi
 
     // llama.cpp PR #6122 (b2400s): Command-R on two GPUs, every layer offloaded, -c 4096 -b 2048
     // -ub 512, flash attention off: printed CUDA0 672.01 MiB ("pipeline parallelism enabled (n_copies=4)").
-    Architecture r = test::llama31_8b();
-    r.family = "command-r";
-    r.layers = 40;
-    r.hiddenSize = 8192;
-    r.attentionHeads = 64;
-    r.kvHeads = 64;
-    r.intermediateSize = 22528;
-    r.vocabSize = 256000;
-    r.tiedEmbeddings = true;
+    const Architecture r = test::commandR();
     llamacpp::ContextSettings rc;
     rc.ctxSizeTokens = 4096;
     rc.flashAttention = false;
