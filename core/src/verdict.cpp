@@ -159,8 +159,12 @@ private:
                             + users(m_v.headline.value));
         if (m_cap > 0 && u > m_cap)
             return engineCap(u, ctx);
+        // The number answers "how many users at C": say when the engine's cap, not memory, sets it.
+        const std::string bound = m_cap > 0 && memoryUsers > m_cap
+            ? " (" + m_p.sequenceCap->setting + " " + formatThousands(m_cap) + "; memory holds " + formatThousands(memoryUsers) + ")"
+            : std::string();
         return with(m_v, FitState::Fits, FitLimit::None, {},
-                    "fits: " + users(m_v.headline.value) + " at " + tokens(ctx) + " each");
+                    "fits: " + users(m_v.headline.value) + " at " + tokens(ctx) + " each" + bound);
     }
 
     Verdict engineCap(std::uint64_t u, std::uint64_t ctx)

@@ -144,6 +144,19 @@ TEST_CASE("verdict: engine refusals and sequence caps set by the engine's rules 
     // The engine never starts: no bill of it exists (the faces print only the verdict and reason).
     CHECK(refused.engineCannotRun());
     CHECK_FALSE(capped.engineCannotRun());
+
+    // A context alone asks "how many users": the cap, not memory, sets the number, and says so.
+    PlanRequest atContext = request(test::qwen05b(), "fp16", Bytes{8 * kGiB}, vllmPolicy());
+    atContext.contextTokens = 1024;
+    PlanResult q = plan(atContext);
+    REQUIRE(q.verdict.headline.kind == HeadlineKind::MaxUsersAtContext);
+    const std::uint64_t memoryUsers = q.verdict.headline.value;
+    REQUIRE(memoryUsers > 8);
+    q.sequenceCap = SequenceCap{8, "--max-num-seqs"};
+    const Verdict byCap = decideVerdict(atContext, q);
+    CHECK(byCap.state == FitState::Fits);
+    CHECK(byCap.headline.value == 8);
+    CHECK(byCap.reason == "fits: 8 users at 1,024 tokens each (--max-num-seqs 8; memory holds " + formatThousands(memoryUsers) + ")");
 }
 
 TEST_CASE("verdict: only a format or KV dtype refusal means the engine cannot run; limit ids read back", "[verdict]")
