@@ -144,6 +144,18 @@ std::string tableCaption(const std::vector<PlanRequest>& reqs, const std::vector
         + "\"no: why\" does not fit.";
 }
 
+/// A saved calibration changes the plans it applies to: each one is named once (the plan's notes
+/// say the same; MeasuredOverheads::source is the sentence the core wrote).
+void printCalibrationSources(const std::vector<PlanRequest>& reqs, std::ostream& out)
+{
+    std::vector<std::string> sources;
+    for (const PlanRequest& r : reqs)
+        if (!r.measured.source.empty() && std::find(sources.begin(), sources.end(), r.measured.source) == sources.end())
+            sources.push_back(r.measured.source);
+    for (const std::string& s : sources)
+        out << "  " << s << '\n';
+}
+
 void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequest>& reqs, std::ostream& out)
 {
     std::vector<std::string> cards;
@@ -173,17 +185,10 @@ void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequ
                 break;
             }
     }
-    // A saved calibration changes the cells it applies to: each one is named (the plan's notes say
-    // the same; MeasuredOverheads::source is the sentence the core wrote).
-    std::vector<std::string> sources;
-    for (const PlanRequest& r : reqs)
-        if (!r.measured.source.empty() && std::find(sources.begin(), sources.end(), r.measured.source) == sources.end())
-            sources.push_back(r.measured.source);
-    for (const std::string& s : sources)
-        out << "  " << s << '\n';
+    printCalibrationSources(reqs, out);
 }
 
-void printFrontier(const std::vector<PlanResult>& plans, std::ostream& out)
+void printFrontier(const std::vector<PlanResult>& plans, const std::vector<PlanRequest>& reqs, std::ostream& out)
 {
     for (const PlanResult& p : plans) {
         out << p.modelId << " " << p.formatId << " on " << p.cardId << ": " << formatThousands(p.maxResidentTokens)
@@ -200,6 +205,7 @@ void printFrontier(const std::vector<PlanResult>& plans, std::ostream& out)
             t.print(out, "  ");
         out << '\n';
     }
+    printCalibrationSources(reqs, out);
 }
 
 enum class Kind { Plan, Table, Frontier };
@@ -234,7 +240,7 @@ void run(Kind kind, const PlanOptions& o, CliContext& ctx)
         printTable(*plans, *requests, std::cout);
         break;
     case Kind::Frontier:
-        printFrontier(*plans, std::cout);
+        printFrontier(*plans, *requests, std::cout);
         break;
     }
 }

@@ -70,6 +70,10 @@ headroom_cli_sh_test(cli_log_calibrated_plan
 headroom_cli_sh_test(cli_log_calibrated_table
   "rm -rf ${_up}-t && HEADROOM_USER_PROFILES=${_up}-t ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && HEADROOM_USER_PROFILES=${_up}-t ${HEADROOM_CLI} table -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm --context 8192"
   "What fits:.*h100-sxm: .*\n  calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak")
+# `frontier` names the calibration it applies too (review 14: it changed the frontier silently).
+headroom_cli_sh_test(cli_log_calibrated_frontier
+  "rm -rf ${_up}-f && HEADROOM_USER_PROFILES=${_up}-f ${HEADROOM_CLI} log ${_vllm} -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --save >/dev/null && HEADROOM_USER_PROFILES=${_up}-f ${HEADROOM_CLI} frontier -m llama-3.1-8b -w bf16 --kv-dtype bf16 -c h100-sxm --engine vllm"
+  "resident tokens \\(fits\\).*\n  calibrated by vllm on h100-sxm from vllm-0.19-llama-3.1-8b-h100-ctx8192.log \\([0-9a-f]+\\): activation peak")
 # The overlay is found in whichever user folder the faces are given: XDG_CONFIG_HOME/headroom/profiles
 # (no HEADROOM_USER_PROFILES), and --user-profiles DIR for both the save and the plan.
 set(_xdg ${_scratch}/xdg)

@@ -833,3 +833,106 @@ TEST_CASE("an FP8 checkpoint the log names, read offline, is planned at fp8", "[
     REQUIRE(report->comparison.kvFigure);
     CHECK(report->comparison.kvFigure->calibrated == report->comparison.kvFigure->printed);
 }
+
+TEST_CASE("review 14: logs without a version plan with the rules their lines imply, and what they print is read", "[calibration]")
+{
+    const Corpus corpus = loadCorpus();
+    const auto componentNamed = [](const LogReport& r, const std::string& name) -> const ComponentComparison* {
+        for (const auto& cc : r.comparison.components)
+            if (cc.component == name)
+                return &cc;
+        return nullptr;
+    };
+    const auto line = [](const LogReport& r, const std::string& start) -> std::string {
+        for (const std::string& l : r.whatFits.lines)
+            if (l.starts_with(start))
+                return l;
+        return {};
+    };
+    SECTION("vLLM V0 (the 0.6.5 table, no version printed): V0's rules, no V1 flag, nothing held beside the fraction but the graphs")
+    {
+        // vLLM V0 counts all non-torch memory, the CUDA context included, inside gpu_memory_utilization
+        // (worker/worker.py determine_num_available_blocks) and has no --kv-cache-memory (a V1 flag).
+        LogReportOptions o;
+        o.model = "llama-3.1-8b";
+        auto report = analyzeEngineLog(logText("vllm-0.6.5-llama-3-8b-h100"), "v0.log", o, corpus.profiles);
+        INFO((report ? std::string() : report.error().message));
+        REQUIRE(report);
+        CHECK(report->request.engine.name == "vLLM V0");
+        const std::string fraction = line(*report, "the largest --gpu-memory-utilization");
+        INFO(fraction);
+        CHECK(fraction.find("cuda_context") == std::string::npos);
+        CHECK(fraction.find("cuda_graphs") != std::string::npos);
+        // (79.22 - 2 - 0.94 GiB of graphs) / 79.22 = 0.962: V1's rules (the context beside too) said 0.95.
+        REQUIRE(report->whatFits.largestFraction);
+        CHECK(*report->whatFits.largestFraction == Approx(0.96));
+        const std::string users = line(*report, "to hold 16 users");
+        INFO(users);
+        CHECK_FALSE(users.empty());
+        CHECK(users.find("--kv-cache-memory") == std::string::npos);
+        // The V1 logs of v0.19 still name it (the whole llm-d-planner log's own suggestion is that flag).
+        LogReportOptions v1;
+        v1.model = "llama-3.1-8b";
+        auto report19 = analyzeEngineLog(logText("vllm-0.19-llama-3.1-8b-h100-ctx8192"), "v1.log", v1, corpus.profiles);
+        REQUIRE(report19);
+        CHECK(line(*report19, "to hold 16 users").find("--kv-cache-memory ") != std::string::npos);
+    }
+    SECTION("vLLM V0 0.6.4 (key=value profile line, no version): planned within 1 % before calibration")
+    {
+        const EngineLogCase& c = caseNamed(corpus.cases, "vllm-0.6.4-llama-3.1-8b-rtx3090-ctx20000");
+        auto caseRequest = planRequestFor(c, corpus.profiles);
+        REQUIRE(caseRequest);
+        LogReportOptions o;
+        o.modelProfile = caseRequest->model;
+        o.cardProfile = caseRequest->card;
+        auto report = analyzeEngineLog(logText(c.id), "v0.log", o, corpus.profiles);
+        REQUIRE(report);
+        REQUIRE(report->comparison.kvFigure);
+        // # GPU blocks: 1952; with V1's rules the plan said 2,819 (+44 %), with V0's 1,957.
+        CHECK(report->comparison.kvFigure->printed == 1952);
+        CHECK(std::abs(static_cast<double>(report->comparison.kvFigure->predicted) - 1952.0) / 1952.0 < 0.01);
+    }
+    SECTION("llama.cpp: the context and the KV cache types of its kv_size / KV self size lines")
+    {
+        // A log cut before its n_ctx lines: "kv_size = 32768 ... type_k = 'q8_0'" and "K (q8_0)" say
+        // the context and the cache types the engine ran (llama.cpp b4462, 2 x RTX 3090 Ti).
+        const EngineLogCase& c = caseNamed(corpus.cases, "llama.cpp-b4462-qwen2.5-32b-q8_0-2x3090ti-ts10-6");
+        auto caseRequest = planRequestFor(c, corpus.profiles);
+        REQUIRE(caseRequest);
+        LogReportOptions o;
+        o.modelProfile = caseRequest->model; // -m, -w and -c, as a user gives them: nothing else
+        o.weights = c.weights;
+        o.cardProfile = caseRequest->card;
+        auto report = analyzeEngineLog(logText(c.id), "b4462.log", o, corpus.profiles);
+        INFO((report ? std::string() : report.error().message));
+        REQUIRE(report);
+        CHECK(report->comparison.predicted.contextTokens == 32768);
+        CHECK(report->comparison.predicted.kvDtypeId == "q8_0");
+        const ComponentComparison* kv = componentNamed(*report, "kv_buffer");
+        REQUIRE(kv);
+        REQUIRE(kv->predicted);
+        CHECK(kv->predicted->value == 4352ull << 20); // KV self size = 4352.00 MiB, as printed
+        CHECK(report->comparison.saveRefusal.empty());
+        CHECK(report->comparisonTitle.find("q8_0 KV") != std::string::npos);
+    }
+    SECTION("Ollama: the memory.required.* offload line is the old estimator's, so its rules apply without a version")
+    {
+        // gemma3:12b, 2 x 4,096 tokens: the estimator of v0.5-v0.12.10 prices 1.28 GiB of KV (the log
+        // 1.3 GiB); the Ollama engine of 0.12.11+ would price 1.44 GiB, and --save refused the log.
+        const EngineLogCase& c = caseNamed(corpus.cases, "ollama-0.9-gemma-3-12b-cpu-ctx4096-parallel2-projector");
+        auto caseRequest = planRequestFor(c, corpus.profiles);
+        REQUIRE(caseRequest);
+        LogReportOptions o;
+        o.modelProfile = caseRequest->model;
+        o.weights = c.weights;
+        o.cardProfile = caseRequest->card;
+        auto report = analyzeEngineLog(logText(c.id), "ollama.log", o, corpus.profiles);
+        REQUIRE(report);
+        CHECK(report->request.engine.id == "ollama-0.5");
+        const ComponentComparison* kv = componentNamed(*report, "kv_buffer");
+        REQUIRE(kv);
+        REQUIRE(kv->predicted);
+        CHECK(std::abs(static_cast<double>(kv->predicted->value) - 1.3 * 1073741824.0) / (1.3 * 1073741824.0) < 0.04);
+        CHECK(report->comparison.saveRefusal.empty());
+    }
+}

@@ -316,3 +316,68 @@ TEST_CASE("the log is untrusted: size, lines and line length are bounded", "[eng
     CHECK_FALSE(negative->cardTotalBytes);
     CHECK(stripAnsi("\x1b[32mINFO\x1b[0m \x1b]0;title\x07ok\r") == "INFO ok");
 }
+
+TEST_CASE("review 14: vLLM V0 0.6.6+ one-line profile (worker.py) and '# cuda blocks', ranks interleaved", "[enginelog]")
+{
+    // https://github.com/vllm-project/vllm/pull/14447 (davidsyoung, turn 42, 2025-04-12): vLLM V0
+    // workers of a TP run print worker.py's three-line message, each line with the rank's prefix.
+    const std::string ranks =
+        "(VllmWorkerProcess pid=521) INFO 04-12 08:21:19 [worker.py:267] model weights take 21.21GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of the memory reserved for KV Cache is 1.57GiB.\n"
+        "(VllmWorkerProcess pid=507) INFO 04-12 08:21:19 [worker.py:267] Memory profiling takes 17.59 seconds\n"
+        "(VllmWorkerProcess pid=507) INFO 04-12 08:21:19 [worker.py:267] the current vLLM instance can use total_gpu_memory (23.58GiB) x gpu_memory_utilization (0.99) = 23.35GiB\n"
+        "(VllmWorkerProcess pid=507) INFO 04-12 08:21:19 [worker.py:267] model weights take 21.21GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes 0.37GiB; the rest of the memory reserved for KV Cache is 1.57GiB.\n";
+    auto log = parseEngineLog(ranks);
+    REQUIRE(log);
+    CHECK(log->engine == "vllm"); // was: "an engine not recognised"
+    CHECK(log->generation == "V0 (0.6.6+)");
+    CHECK(log->impliedVersion == "0.7.3");
+    REQUIRE(log->cardTotalBytes);
+    CHECK(log->cardTotalBytes->value == static_cast<std::uint64_t>(23.58 * 1073741824.0));
+    CHECK(log->settings.at("gpu-memory-utilization") == "0.99");
+    CHECK(*log->value("requested_memory") == Approx(23.35 * 1073741824.0).epsilon(1e-12));
+    CHECK(*log->value("weights") == Approx(21.21 * 1073741824.0).epsilon(1e-12));
+    CHECK(*log->value("non_torch") == Approx(0.20 * 1073741824.0).epsilon(1e-12));
+    CHECK(*log->value("activation_peak") == Approx(0.37 * 1073741824.0).epsilon(1e-12));
+    CHECK(*log->value("available_kv_cache") == Approx(1.57 * 1073741824.0).epsilon(1e-12));
+    CHECK(log->summary() == "This log is from vLLM (version not printed; the lines are V0 (0.6.6+)'s); 4 of 4 lines were understood.");
+
+    // https://github.com/generative-computing/mellea/pull/416 (planetf1, turn 4, 2025-02-11): V0's
+    // executor_base.py names the platform's device: "# cuda blocks", not "# GPU blocks".
+    auto blocks = parseEngineLog(
+        "INFO 02-11 10:17:54 [worker.py:294] Memory profiling takes 0.44 seconds\n"
+        "INFO 02-11 10:17:54 [worker.py:294] the current vLLM instance can use total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.80) = 63.35GiB\n"
+        "INFO 02-11 10:17:54 [worker.py:294] model weights take 1.12GiB; non_torch_memory takes 0.16GiB; PyTorch activation peak memory takes 0.23GiB; the rest of the memory reserved for KV Cache is 61.84GiB.\n"
+        "INFO 02-11 10:17:54 [executor_base.py:113] # cuda blocks: 36184, # CPU blocks: 2340\n"
+        "INFO 02-11 10:17:54 [executor_base.py:118] Maximum concurrency for 8192 tokens per request: 70.67x\n");
+    REQUIRE(blocks);
+    CHECK(*blocks->value("num_gpu_blocks") == 36184);
+    CHECK(*blocks->value("num_cpu_blocks") == 2340);
+    CHECK(*blocks->value("available_kv_cache") == Approx(61.84 * 1073741824.0).epsilon(1e-12));
+
+    // v0.9 on print "Memory profiling takes S seconds. Total non KV cache memory: ..." (gpu_worker.py):
+    // a V1 line, which implies no 0.8 rules.
+    auto v1 = parseEngineLog("(EngineCore pid=242) DEBUG 04-22 00:04:20 [v1/worker/gpu_worker.py:435] Memory profiling takes 17.96 seconds. "
+                             "Total non KV cache memory: 17.12GiB; torch peak memory increase: 1.89GiB; non-torch forward increase memory: "
+                             "0.25GiB; weights memory: 14.99GiB.\n");
+    REQUIRE(v1);
+    CHECK(v1->impliedVersion.empty());
+    CHECK(*v1->value("activation_peak") == Approx(1.89 * 1073741824.0).epsilon(1e-12));
+}
+
+TEST_CASE("review 14: llama.cpp's kv_size and Ollama's estimator line imply the context and the rules", "[enginelog]")
+{
+    // llama.cpp b4462 (corpus case llama.cpp-b4462-qwen2.5-32b-q8_0-2x3090ti-ts10-6): kv_size is n_ctx.
+    auto ggml = parseEngineLog("llama_kv_cache_init: kv_size = 32768, offload = 1, type_k = 'q8_0', type_v = 'q8_0', n_layer = 64, can_shift = 1\n"
+                               "llama_new_context_with_model: KV self size  = 4352.00 MiB, K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB\n");
+    REQUIRE(ggml);
+    CHECK(ggml->settings.at("kv_size") == "32768");
+    CHECK(ggml->settings.at("-ctk") == "q8_0");
+    // Ollama 0.5's offload line (memory.required.*) is llm/memory.go's estimator: the rules of ollama-0.5.
+    auto ollama = parseEngineLog("time=2025-02-18T02:21:25.646Z level=INFO source=server.go:130 msg=offload library=cuda layers.requested=-1 "
+                                 "layers.model=81 layers.offload=44 layers.split=11,11,11,11 memory.available=\"[22.0 GiB 22.0 GiB 22.0 GiB 22.0 GiB]\" "
+                                 "memory.gpu_overhead=\"0 B\" memory.required.full=\"127.4 GiB\" memory.required.partial=\"87.1 GiB\" "
+                                 "memory.required.kv=\"19.5 GiB\"\n");
+    REQUIRE(ollama);
+    CHECK(ollama->engine == "ollama");
+    CHECK(ollama->impliedVersion == "0.5.7");
+}

@@ -353,7 +353,7 @@ std::optional<std::pair<std::uint64_t, std::string>> contextFromLog(const Engine
     // OLLAMA_NUM_PARALLEL (pickBestFullFitByLibrary `req.opts.NumCtx = req.origNumCtx * p`, 0.5.x)
     // before llm/server.go passes it to the runner.
     const std::uint64_t seqs = logSequences(log);
-    for (const char* key : {"n_ctx", "ctx-size", "-c", "c"})
+    for (const char* key : {"n_ctx", "ctx-size", "-c", "c", "kv_size"})
         if (auto v = read(key))
             return std::pair{std::max<std::uint64_t>(*v / seqs, 1), std::string(key)};
     // Ollama's server config (OLLAMA_CONTEXT_LENGTH, the default num_ctx of a request), last: a
@@ -417,6 +417,25 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
             break;
         }
     }
+    // The KV cache types llama.cpp printed ("KV self size = ..., K (q8_0): ..., V (q8_0): ..." and
+    // "llama_kv_cache: size = ... K (q8_0) ...", read as -ctk / -ctv; llama.cpp common/arg.cpp spells
+    // them --cache-type-k / -ctk): the plan runs the cache as the engine ran it, unless the request
+    // names a KV dtype other than the 16-bit default or the cache types itself.
+    if (r.kvDtype.id == "fp16" || r.kvDtype.id == "bf16") {
+        const std::vector<SettingSpec>& specs = engineFor(r.engine.kind).settings();
+        const std::pair<const char*, const char*> kvTypes[] = {{"-ctk", "cache-type-k"}, {"-ctv", "cache-type-v"}};
+        for (const auto& [logKey, engineKey] : kvTypes) {
+            const auto it = log.settings.find(logKey);
+            const auto spec = std::find_if(specs.begin(), specs.end(), [&](const SettingSpec& x) { return x.key == engineKey; });
+            if (it == log.settings.end() || spec == specs.end() ||
+                std::find(spec->choices.begin(), spec->choices.end(), it->second) == spec->choices.end() ||
+                std::any_of(r.engineSettings.begin(), r.engineSettings.end(),
+                            [&](const EngineSetting& e) { return canonicalKey(specs, e.key) == engineKey; }))
+                continue;
+            r.engineSettings.push_back({engineKey, it->second});
+            applied.push_back(std::string(logKey) + "=" + it->second);
+        }
+    }
     for (const auto& [key, value] : log.settings) {
         const auto v = number(value);
         if (!v)
@@ -429,7 +448,8 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
             r.engine.memoryFraction = *v;
         // The context is read once, below, from the best of its spellings.
         else if (key == "max-model-len" || key == "context-length" || key == "context-len" || key == "n_ctx_seq" || key == "num_ctx" ||
-                 key == "max_seq_len" || key == "-c" || key == "ctx-size" || key == "n_ctx" || key == "OLLAMA_CONTEXT_LENGTH")
+                 key == "max_seq_len" || key == "-c" || key == "ctx-size" || key == "n_ctx" || key == "kv_size" ||
+                 key == "OLLAMA_CONTEXT_LENGTH")
             used = !contextGiven && contextFromLog(log).has_value() && contextFromLog(log)->second == key;
         else if (key == "max-num-batched-tokens" || key == "chunked-prefill-size" || key == "n_ubatch" || key == "-ub" ||
                  key == "max_num_tokens" || key == "max-batch-prefill-tokens")

@@ -135,8 +135,15 @@ void readLlamaCppLine(Parser& p, std::string_view l)
         if (!v.empty())
             p.setting("-ctv", v.substr(0, v.find(')')));
     }
-    if (has("kv_size = ") && has("llama_kv_cache"))
-        p.count("kv_cells", numberAfter(l, "kv_size = "));
+    // "llama_kv_cache_init: kv_size = N, ..." (llama.cpp to b4800 and Ollama's runner): N is the
+    // context over all sequences, n_ctx (llama.cpp src/llama.cpp llama_kv_cache_init, kv_size =
+    // cparams.n_ctx), so a log cut before its "n_ctx = " lines still says the context it ran.
+    if (has("kv_size = ") && has("llama_kv_cache")) {
+        const auto cells = numberAfter(l, "kv_size = ");
+        p.count("kv_cells", cells);
+        if (const auto n = wholeNumber(cells))
+            p.setting("kv_size", std::to_string(*n));
+    }
     // --fit / exit table (llama-context.cpp llama_memory_breakdown_print):
     // "| - CUDA0 (RTX 4090) | 24080 = 20000 + (3548 = 2228 + 896 + 424) + 532 |"
     if (has("memory_breakdown") && has(" = ") && has(" + (")) {

@@ -1,5 +1,7 @@
 #include "headroom/core/enginelog/logreport.h"
 
+#include "headroom/core/enginepolicy.h"
+#include "headroom/core/engines/engine.h"
 #include "headroom/core/resolve.h"
 
 #include <algorithm>
@@ -196,7 +198,10 @@ LogWhatFits whatFitsOf(const PlanRequest& request, const LogComparison& cmp, con
         w.forUsers = *s;
         std::string line = "to hold " + std::to_string(w.users) + " users of " + ctx + " tokens: a KV pool of " +
                            formatThousands(s->kvCacheBytes.value) + " bytes (" + formatBytes(s->kvCacheBytes) + ")";
-        if (request.engine.kind == EngineKind::Vllm)
+        // --kv-cache-memory (EngineArgs kv_cache_memory_bytes) is a V1 flag, printed by v0.19.0's
+        // gpu_worker.py in the corpus logs; the V0 engine (the rules before 0.8) never had it, so
+        // it is named only from v0.11 on, where it is certainly present.
+        if (request.engine.kind == EngineKind::Vllm && compareVersions(appliedEngineVersion(request.engine), "0.11.0") >= 0)
             line += ", --kv-cache-memory " + std::to_string(s->kvCacheBytes.value);
         line += s->possible ? ", or " + w.fractionFlag + ' ' + fixed2(s->memoryFraction)
                             : ": more than this card holds at any " + w.fractionFlag;
@@ -402,8 +407,10 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
             report.headerLines.push_back("Warning: " + w + ".");
     for (const LogTerm& t : log->terms)
         report.terms.push_back({t.name, t.device.empty() ? t.rank : t.device, t.printed, std::to_string(t.line)});
+    // The KV dtype the plan ran: an engine's own cache types (llama.cpp -ctk/-ctv the log printed) win over the request's.
+    const std::string& kvRan = cmp->predicted.kvDtypeId.empty() ? request->kvDtype.id : cmp->predicted.kvDtypeId;
     report.comparisonTitle = "the plan for these settings: " + request->model.name + ", " + request->format.id + " weights, " +
-                             request->kvDtype.id + " KV, " + request->engine.name;
+                             kvRan + " KV, " + request->engine.name;
     for (const ComponentComparison& c : cmp->components)
         report.components.push_back({c.component, c.predicted ? gib(static_cast<double>(c.predicted->value)) : "-",
                                      c.measured ? gib(static_cast<double>(c.measured->value)) : "-", signedDiff(c), c.how});

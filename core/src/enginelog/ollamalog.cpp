@@ -31,6 +31,13 @@ void readOllamaLine(Parser& p, std::string_view l)
     const bool logfmtLine = has("level=") && has("source=");
     if (logfmtLine && (has("msg=offload") || has("msg=\"offload to")) ) {
         p.vote("ollama", 4);
+        // The memory.required.* fields are Ollama's own estimator's (llm/memory.go
+        // EstimateGPULayers), which the Ollama engine replaced in 0.12.11: without a printed
+        // version the plan takes the rules headroom read of it (profiles/engines/ollama-0.5.json, v0.5.7).
+        if (has("memory.required.") && p.log().impliedVersion.empty()) {
+            p.log().impliedVersion = "0.5.7";
+            p.generation("the memory.go estimator (before 0.12.11)");
+        }
         for (const char* key : {"memory.required.full", "memory.required.partial", "memory.required.kv",
                                 "memory.weights.total", "memory.weights.repeating", "memory.weights.nonrepeating",
                                 "memory.graph.full", "memory.graph.partial", "memory.gpu_overhead"}) {

@@ -181,10 +181,57 @@ void readVllmLine(Parser& p, std::string_view l)
         p.count("num_gpu_blocks", numberAfter(l, "GPU blocks:"), LogUnit::Blocks);
         p.count("num_cpu_blocks", numberAfter(l, "CPU blocks:"), LogUnit::Blocks);
     }
+    // V0 worker/worker.py determine_num_available_blocks from v0.6.6 to the end of V0 (v0.7.3,
+    // v0.8.5), and V1 v1/worker/gpu_worker.py in v0.8: one message of three lines, each with the
+    // logger's prefix: "Memory profiling takes S seconds", "the current vLLM instance can use
+    // total_gpu_memory (T GiB) x gpu_memory_utilization (U) = R GiB", "model weights take W GiB;
+    // non_torch_memory takes N GiB; PyTorch activation peak memory takes A GiB; the rest of the
+    // memory reserved for KV Cache is K GiB." (V0 then prints "# cuda blocks: N, # CPU blocks: M").
+    // The file in the prefix says which engine: worker.py is V0 (the rules of vllm-0.6), gpu_worker.py
+    // V1 at 0.8 (vllm-0.9's rules, which keep v0.8's non-torch accounting).
+    // (v0.9 on print "Memory profiling takes S seconds. Total non KV cache memory: ..." instead: read below.)
+    const bool oneLineProfile = (has(l, "Memory profiling takes ") && !has(l, "Total non KV cache memory")) ||
+                                has(l, "the current vLLM instance can use total_gpu_memory (") ||
+                                (has(l, "model weights take ") && has(l, "; non_torch_memory takes "));
+    if (oneLineProfile) {
+        p.vote("vllm", 3);
+        if (has(l, "gpu_worker.py")) {
+            p.generation("V1 (0.8)");
+            if (p.log().impliedVersion.empty())
+                p.log().impliedVersion = "0.8.5";
+        } else if (has(l, "worker.py")) {
+            p.generation("V0 (0.6.6+)");
+            if (p.log().impliedVersion.empty())
+                p.log().impliedVersion = "0.7.3";
+        }
+        p.understood();
+        if (const auto at = l.find("the current vLLM instance can use total_gpu_memory ("); at != std::string_view::npos) {
+            cardFrom(p, sizeAt(l, at + 52), std::nullopt);
+            if (auto u = numberAfter(l, "gpu_memory_utilization ("))
+                p.setting("gpu-memory-utilization", u->printed);
+            p.bytes("requested_memory", sizeAfter(l, ") = "));
+        }
+        if (has(l, "; non_torch_memory takes ")) {
+            p.bytes("weights", sizeAfter(l, "model weights take "));
+            p.bytes("non_torch", sizeAfter(l, "non_torch_memory takes "));
+            p.bytes("activation_peak", sizeAfter(l, "PyTorch activation peak memory takes "));
+            p.bytes("available_kv_cache", sizeAfter(l, "the rest of the memory reserved for KV Cache is "));
+        }
+    }
+    // V0 executor_base.py from v0.7: "# cuda blocks: N, # CPU blocks: M" (the platform's device
+    // name in place of "GPU"; "# GPU blocks" before).
+    if (!has(l, "GPU blocks:") && has(l, " blocks: ") && has(l, ", # CPU blocks:"))
+        if (const auto hash = l.find("# "); hash != std::string_view::npos && hash < l.find(" blocks: ")) {
+            p.vote("vllm", 2);
+            p.count("num_gpu_blocks", numberAfter(l, " blocks: "), LogUnit::Blocks);
+            p.count("num_cpu_blocks", numberAfter(l, "CPU blocks:"), LogUnit::Blocks);
+        }
     // V0 0.6.x: one line of key=value.
     if (has(l, "Memory profiling results:") && has(l, "total_gpu_memory=")) {
         p.vote("vllm", 3);
         p.generation("V0 (0.6.x)");
+        if (p.log().impliedVersion.empty())
+            p.log().impliedVersion = "0.6.4";
         cardFrom(p, sizeAfter(l, "total_gpu_memory="), std::nullopt);
         p.bytes("initial_memory_usage", sizeAfter(l, "initial_memory_usage="));
         p.bytes("peak_torch", sizeAfter(l, "peak_torch_memory="));
@@ -195,10 +242,12 @@ void readVllmLine(Parser& p, std::string_view l)
     } else if (has(l, "Memory profiling results:")) {
         p.vote("vllm", 3);
         p.generation("V0 (0.6.5+)");
+        if (p.log().impliedVersion.empty())
+            p.log().impliedVersion = "0.6.5";
         p.understood();
     }
-    // V0 0.6.5+: the same results as a table, one line each.
-    if (has(l, "worker.py") || has(l, "gpu_worker.py")) {
+    // V0 0.6.5: the same results as a table, one line each.
+    if ((has(l, "worker.py") || has(l, "gpu_worker.py")) && !oneLineProfile) {
         if (const auto at = l.find("total_gpu_memory "); at != std::string_view::npos)
             cardFrom(p, sizeAt(l, at + 17), std::nullopt);
         if (const auto at = l.find("] gpu_memory_utilization "); at != std::string_view::npos)

@@ -110,7 +110,8 @@ std::string engineProfileId(const EngineLog& log);
 /// The context per sequence a log ran at, and the setting it was read from: the per-sequence
 /// spellings first (llama.cpp n_ctx_seq, vLLM max-model-len, SGLang context-length, TensorRT-LLM
 /// max_seq_len, Ollama num_ctx), else a runner's total over its slots divided by the slots
-/// (llama.cpp n_ctx / -c, Ollama's runner --ctx-size = num_ctx x OLLAMA_NUM_PARALLEL; the slots
+/// (llama.cpp n_ctx / -c / the kv_size of its KV cache line, Ollama's runner --ctx-size = num_ctx x
+/// OLLAMA_NUM_PARALLEL; the slots
 /// from n_seq_max, --parallel or OLLAMA_NUM_PARALLEL), else Ollama's OLLAMA_CONTEXT_LENGTH.
 std::optional<std::pair<std::uint64_t, std::string>> contextFromLog(const EngineLog& log);
 
