@@ -372,12 +372,12 @@ TEST_CASE("review 14: llama.cpp's kv_size and Ollama's estimator line imply the 
     REQUIRE(ggml);
     CHECK(ggml->settings.at("kv_size") == "32768");
     CHECK(ggml->settings.at("-ctk") == "q8_0");
-    // Ollama 0.5's offload line (memory.required.*) is llm/memory.go's estimator: the rules of ollama-0.5.
+    // Ollama 0.5's offload line (memory.required.*) is llm/memory.go's estimator: its last rules (ollama-0.5 profile, 0.12.10).
     auto ollama = parseEngineLog("time=2025-02-18T02:21:25.646Z level=INFO source=server.go:130 msg=offload library=cuda layers.requested=-1 "
                                  "layers.model=81 layers.offload=44 layers.split=11,11,11,11 memory.available=\"[22.0 GiB 22.0 GiB 22.0 GiB 22.0 GiB]\" "
                                  "memory.gpu_overhead=\"0 B\" memory.required.full=\"127.4 GiB\" memory.required.partial=\"87.1 GiB\" "
                                  "memory.required.kv=\"19.5 GiB\"\n");
     REQUIRE(ollama);
     CHECK(ollama->engine == "ollama");
-    CHECK(ollama->impliedVersion == "0.5.7");
+    CHECK(ollama->impliedVersion == "0.12.10");
 }

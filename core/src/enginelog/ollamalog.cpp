@@ -33,9 +33,11 @@ void readOllamaLine(Parser& p, std::string_view l)
         p.vote("ollama", 4);
         // The memory.required.* fields are Ollama's own estimator's (llm/memory.go
         // EstimateGPULayers), which the Ollama engine replaced in 0.12.11: without a printed
-        // version the plan takes the rules headroom read of it (profiles/engines/ollama-0.5.json, v0.5.7).
+        // version the plan takes the estimator's last rules (profiles/engines/ollama-0.5.json, 0.12.10),
+        // which price what the older versions' lines print (the corpus's 0.2-0.9 logs) and the
+        // sliding-window KV of gemma3 (0.6+) that 0.5's rules did not.
         if (has("memory.required.") && p.log().impliedVersion.empty()) {
-            p.log().impliedVersion = "0.5.7";
+            p.log().impliedVersion = "0.12.10";
             p.generation("the memory.go estimator (before 0.12.11)");
         }
         for (const char* key : {"memory.required.full", "memory.required.partial", "memory.required.kv",
