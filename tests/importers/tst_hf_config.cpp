@@ -8,6 +8,7 @@
 #include <headroom/core/importers/hfconfig.h>
 #include <headroom/core/importers/importedmodel.h>
 #include <headroom/core/kvcache.h>
+#include <headroom/core/parameters.h>
 #include <headroom/core/weightformat.h>
 
 #include <catch2/catch.hpp>
@@ -356,4 +357,28 @@ TEST_CASE("config.json errors", "[importers][hf]")
         auto e = failed(std::string(kLlamaLike) + R"(,"num_hidden_layers":-3})");
         CHECK(e.code == ImportErrorCode::DuplicateKey);
     }
+}
+
+TEST_CASE("PhiForCausalLM (phi-2): plain MLP, LayerNorm, biases, one norm a layer", "[importers][hf]")
+{
+    // microsoft/phi-2 config.json (https://huggingface.co/microsoft/phi-2/blob/main/config.json).
+    const HfConfig c = parsed(R"({"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_act": "gelu_new",
+        "hidden_size": 2560, "intermediate_size": 10240, "layer_norm_eps": 1e-05, "max_position_embeddings": 2048,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4,
+        "qk_layernorm": false, "rope_theta": 10000.0, "tie_word_embeddings": false, "torch_dtype": "float16",
+        "vocab_size": 51200})");
+    const Architecture& a = c.architecture;
+    CHECK(a.family == "phi2");
+    CHECK(a.mlp == MlpKind::Plain);
+    CHECK(a.norm == NormKind::LayerNorm);
+    CHECK(a.normsPerLayer == 1);
+    CHECK(a.qkvBias);
+    CHECK(a.mlpBias);
+    CHECK(a.headDim == 80);
+    CHECK(kvPerToken(a) == 32ull * 32 * 80 * 2 * 2);
+    // Per layer: qkv 3 x (2560^2 + 2560), dense 2560^2 + 2560, fc1 2560 x 10240 + 10240,
+    // fc2 10240 x 2560 + 2560, one LayerNorm 2 x 2560; embeddings and lm_head 51,200 x 2560 each,
+    // the final LayerNorm 2 x 2560: 2,779,632,640 (phi-2's published 2.7B; its lm_head bias,
+    // 51,200 more, is not counted). vLLM 0.19 loads it in 5.19 GiB (llm-d-planner sweep log).
+    CHECK(parameterCount(a) == 2'779'632'640ull);
 }

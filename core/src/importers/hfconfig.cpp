@@ -38,6 +38,9 @@ std::string familyOf(const std::string& modelType, bool* known)
         // GraniteForCausalLM (transformers modeling_granite.py, vLLM granite.py): Llama's tensors;
         // its embedding/attention/residual multipliers and logits_scaling change no shape.
         {"granite", "llama"},
+        // PhiForCausalLM (transformers modeling_phi.py; llama.cpp's GGUF architecture "phi2"):
+        // parallel attention + MLP from one LayerNorm, q/k/v/dense and fc1/fc2 with biases.
+        {"phi", "phi2"},
         // Mamba hybrids, named as llama.cpp's GGUF architectures (src/llama-arch.cpp).
         {"granitemoehybrid", "granitehybrid"}, {"nemotron_h", "nemotron_h"}, {"jamba", "jamba"},
         {"falcon_h1", "falcon-h1"},
@@ -318,6 +321,7 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     const bool isFalcon = f == "falcon";
     const bool isGpt2 = f == "gpt2";
     const bool isOpt = f == "opt";
+    const bool isPhi2 = f == "phi2";
 
     auto required = [&](std::initializer_list<const char*> keys, const char* what) -> std::uint64_t {
         auto v = c.firstUint(keys);
@@ -404,9 +408,9 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
     if (nested && !c.has("tie_word_embeddings"))
         if (auto t = top.boolOf("tie_word_embeddings"))
             a.tiedEmbeddings = *t;
-    if (isGpt2 || isOpt || isFalcon || f == "command-r")
+    if (isGpt2 || isOpt || isFalcon || isPhi2 || f == "command-r")
         a.norm = NormKind::LayerNorm;
-    if (isGpt2 || isOpt || isFalcon)
+    if (isGpt2 || isOpt || isFalcon || isPhi2)
         a.mlp = MlpKind::Plain;
     if (isGpt2) {
         a.qkvBias = a.outputProjBias = a.mlpBias = true;
@@ -427,6 +431,11 @@ HfConfig parse(const nlohmann::json& root, const std::string& file)
             a.normsPerLayer = 2; // ln_attn + ln_mlp
         else
             a.normsPerLayer = c.boolOf("parallel_attn").value_or(true) ? 1 : 2;
+    } else if (isPhi2) {
+        // PhiAttention: q_proj/k_proj/v_proj and dense with bias; PhiMLP fc1/fc2 with bias
+        // (modeling_phi.py). The lm_head's own bias (vocab entries) is not counted.
+        a.qkvBias = a.outputProjBias = a.mlpBias = true;
+        a.normsPerLayer = 1; // PhiDecoderLayer: attention and MLP both read input_layernorm's output
     } else if (f == "qwen2" || f == "qwen2moe") {
         a.qkvBias = true; // Qwen2Attention: q/k/v projections with bias, o_proj without
     } else {
