@@ -36,7 +36,7 @@ struct SpeedOptions {
 void printRoofline(const PlanResult& p)
 {
     const SpeedSummary& s = *p.speed;
-    std::cout << "Roofline: " << p.modelId << " " << p.formatId << " on " << p.cardId << " (" << formatFixed(s.bandwidthGBps, 0)
+    std::cout << (s.split ? "Roofline of the layer split: " : "Roofline: ") << p.modelId << " " << p.formatId << " on " << p.cardId << " (" << formatFixed(s.bandwidthGBps, 0)
               << " GB/s, " << formatFixed(s.peakTflops, 1) << " TFLOP/s fp16" << (s.calibrated ? ", measured" : ", datasheet")
               << "), context " << formatThousands(s.contextTokens) << " tokens\n\n";
     TextTable t;
@@ -52,14 +52,17 @@ void printRoofline(const PlanResult& p)
     std::cout << "\n  TTFT (prefill of " << formatThousands(s.contextTokens) << " tokens): " << formatFixed(s.ttftMs, 1) << " ms\n";
     std::cout << "  TPOT at " << formatThousands(s.users) << (s.users == 1 ? " user: " : " users: ") << formatFixed(s.tpotMs, 2) << " ms ("
               << formatFixed(s.aggregateTokensPerSecond, 1) << " tokens/s in all)\n";
-    std::cout << "  knee: " << (s.kneeBatch ? "batch " + std::to_string(*s.kneeBatch) : std::string("beyond batch 1,024"))
-              << " (decode turns compute-bound)\n";
+    if (s.split)
+        std::cout << "  knee: not modelled for a split (the host's compute is not priced; every step memory-bound)\n";
+    else
+        std::cout << "  knee: " << (s.kneeBatch ? "batch " + std::to_string(*s.kneeBatch) : std::string("beyond batch 1,024"))
+                  << " (decode turns compute-bound)\n";
     if (s.split)
         std::cout << "  layer split: " << s.split->gpuLayers << " of " << s.split->totalLayers << " layers on the GPU: about "
                   << formatFixed(s.split->speed.tokensPerSecond, 1) << " tokens/s for one sequence (GPU " << formatFixed(s.split->speed.gpuMs, 1)
                   << " ms, host " << formatFixed(s.split->speed.hostMs, 1) << " ms at " << formatFixed(s.split->hostBandwidthGBps, 1) << " GB/s"
                   << (s.split->hostBandwidthAssumed ? " assumed" : "") << ", PCIe " << formatFixed(s.split->speed.linkMs, 2)
-                  << " ms a token; the table above is the all-on-GPU roofline)\n";
+                  << " ms a token; the table and TPOT above are the split's, memory-bound)\n";
     if (p.maxUsers)
         std::cout << "  memory allows " << formatThousands(*p.maxUsers) << " users at this context\n";
 }

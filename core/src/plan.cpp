@@ -362,6 +362,41 @@ private:
         m_out.notes.push_back(line);
     }
 
+    // The batch figures of a split (issue 10: the speed shown is the speed of what loads, not the
+    // all-on-GPU roofline of a model that does not fit). A decode step of b sequences reads every
+    // resident weight once and each sequence's KV on its side (@p gpu and @p host hold one
+    // sequence's), and sends b hidden states over the
+    // link at each crossing (splitspeed.h, memory-bound: the host's compute is not modelled, so no
+    // point is marked compute-bound and there is no knee). The prefill runs on the GPU: for a batch
+    // of 32 tokens or more ggml's CUDA backend takes the matmuls of host-resident weights and the
+    // scheduler copies those weights over the link for every micro-batch
+    // (ggml/src/ggml-cuda/ggml-cuda.cu ggml_backend_cuda_device_offload_op, min_batch_size 32;
+    // ggml-backend.cpp ggml_backend_sched_split_graph), so TTFT adds ceil(context / n_ubatch)
+    // copies of the host weights at the link's bandwidth to the all-on-GPU compute roofline.
+    void splitBatchFigures(const SplitSide& gpu, const SplitSide& host, std::uint32_t crossings, Bytes activation)
+    {
+        SpeedSummary& s = *m_out.speed;
+        const auto stepOf = [&](std::uint64_t batch) {
+            const SplitSide g{gpu.weightsBytes, gpu.expertBytes, Bytes{gpu.kvBytes.value * batch}, gpu.bandwidthGBps};
+            const SplitSide h{host.weightsBytes, host.expertBytes, Bytes{host.kvBytes.value * batch}, host.bandwidthGBps};
+            return splitDecodeSpeed(g, h, m_arch.moe.expertCount, m_arch.moe.expertsPerToken, crossings,
+                                    Bytes{activation.value * batch}).stepMs;
+        };
+        for (SpeedPoint& pt : s.curve) {
+            pt.stepMs = stepOf(pt.batch);
+            pt.tokensPerSecond = pt.stepMs > 0 ? 1000.0 * static_cast<double>(pt.batch) / pt.stepMs : 0;
+            pt.computeBound = false;
+        }
+        const std::uint64_t users = std::max<std::uint64_t>(s.users, 1);
+        s.tpotMs = stepOf(users);
+        s.aggregateTokensPerSecond = s.tpotMs > 0 ? 1000.0 * static_cast<double>(users) / s.tpotMs : 0;
+        s.kneeBatch.reset();
+        const std::uint64_t ubatch = m_out.ubatchTokens > 0 ? m_out.ubatchTokens : 512;
+        const std::uint64_t microBatches = (s.contextTokens + ubatch - 1) / ubatch;
+        s.ttftMs += static_cast<double>(microBatches) * static_cast<double>(host.weightsBytes.value)
+                    / (kPcie4x16GBps * 1e9) * 1000.0;
+    }
+
     // A layer split (the engine's split_* figures, llama.cpp/Ollama): one sequence's decode step
     // over the GPU at the card's bandwidth and the host at --host-bandwidth (speed/splitspeed.h).
     void estimateSplitSpeed(double gpuBandwidth)
@@ -381,15 +416,19 @@ private:
         d.totalLayers = m_arch.layers + 1;
         d.hostBandwidthAssumed = !m_r.hostBandwidthGBps.has_value();
         d.hostBandwidthGBps = m_r.hostBandwidthGBps.value_or(kDefaultHostBandwidthGBps);
-        const SplitSide gpu{bytes("split_gpu_weights_bytes"), bytes("split_gpu_expert_bytes"), bytes("split_gpu_kv_bytes"),
-                            gpuBandwidth};
-        const SplitSide host{bytes("split_host_weights_bytes"), bytes("split_host_expert_bytes"), bytes("split_host_kv_bytes"),
-                             d.hostBandwidthGBps};
-        d.speed = splitDecodeSpeed(gpu, host, m_arch.moe.expertCount, m_arch.moe.expertsPerToken,
-                                   static_cast<std::uint32_t>(figure("split_crossings").value_or(0)),
-                                   Bytes{std::uint64_t{m_arch.hiddenSize} * 4});
+        // The split_*_kv_bytes figures are each side's whole KV buffer (every user's cells); one
+        // sequence's step attends over its own cells, a users-th of it.
+        const std::uint64_t users = std::max<std::uint64_t>(m_out.speed->users, 1);
+        const SplitSide gpu{bytes("split_gpu_weights_bytes"), bytes("split_gpu_expert_bytes"),
+                            Bytes{bytes("split_gpu_kv_bytes").value / users}, gpuBandwidth};
+        const SplitSide host{bytes("split_host_weights_bytes"), bytes("split_host_expert_bytes"),
+                             Bytes{bytes("split_host_kv_bytes").value / users}, d.hostBandwidthGBps};
+        const auto crossings = static_cast<std::uint32_t>(figure("split_crossings").value_or(0));
+        const Bytes activation{std::uint64_t{m_arch.hiddenSize} * 4};
+        d.speed = splitDecodeSpeed(gpu, host, m_arch.moe.expertCount, m_arch.moe.expertsPerToken, crossings, activation);
         m_out.speed->decodeTokensPerSecond = d.speed.tokensPerSecond;
         m_out.speed->split = d;
+        splitBatchFigures(gpu, host, crossings, activation);
         char line[200];
         std::snprintf(line, sizeof line,
                       "split speed: %u of %u layers on the GPU: about %.1f tokens/s (GPU %.1f ms, host %.1f ms at %.1f GB/s%s, link %.2f ms a token)",

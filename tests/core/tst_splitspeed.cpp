@@ -89,4 +89,27 @@ TEST_CASE("split speed of a plan against a public llama.cpp measurement", "[spee
     for (const std::string& n : p->notes)
         noted = noted || n.find("42 of 49 layers on the GPU: about") != std::string::npos;
     CHECK(noted);
+
+    // The batch figures are the split's, not the all-on-GPU roofline of a model that does not fit
+    // (issue 10): batch 1 is the one-sequence step; a batch adds each sequence's KV on its side and
+    // never turns compute-bound; TPOT is the step at the users asked.
+    const SpeedSummary& s = *p->speed;
+    REQUIRE(s.curve.size() >= 2);
+    CHECK(s.curve.front().batch == 1);
+    CHECK(s.curve.front().stepMs == Approx(d.speed.stepMs).epsilon(1e-9));
+    CHECK(s.tpotMs == Approx(d.speed.stepMs).epsilon(1e-9));
+    for (std::size_t i = 1; i < s.curve.size(); ++i) {
+        CHECK_FALSE(s.curve[i].computeBound);
+        CHECK(s.curve[i].stepMs > s.curve[i - 1].stepMs);
+        CHECK(s.curve[i].tokensPerSecond > s.curve[i - 1].tokensPerSecond);
+    }
+    CHECK_FALSE(s.kneeBatch);
+    // The prefill copies the 7 host blocks over PCIe 4.0 x16 once per 512-token micro-batch: 8 x
+    // ~1.2 GB / 31.5 GB/s = about 306 ms on top of the compute roofline.
+    double hostWeights = 0;
+    for (const EngineFigure& f : p->engineFigures)
+        if (f.name == "split_host_weights_bytes")
+            hostWeights = f.value;
+    REQUIRE(hostWeights > 1.1e9);
+    CHECK(s.ttftMs > 8 * hostWeights / (kPcie4x16GBps * 1e9) * 1000.0);
 }

@@ -36,8 +36,9 @@ struct SpeedSummary {
     std::vector<SpeedPoint> curve;     ///< tokens/s against batch 1..64
     SpeedInputs inputs;                ///< what the figures were computed from (for other batches and contexts)
     /// With a layer split (llama.cpp/Ollama layers in host memory): the decode step of one sequence
-    /// over the GPU and the host (splitspeed.h); decodeTokensPerSecond is then its tokens/s, the
-    /// batch curve stays the all-on-GPU roofline.
+    /// over the GPU and the host (splitspeed.h); decodeTokensPerSecond, tpotMs, the aggregate and
+    /// the batch curve are then the split's (memory-bound, no knee), and ttftMs adds the copies of
+    /// the host-resident weights over the link for each micro-batch of the prefill (plan.cpp).
     std::optional<SplitDecode> split;
 };
 
