@@ -46,6 +46,16 @@ QString table(const QString& rows)
     return QStringLiteral("<table cellspacing=\"0\" cellpadding=\"3\" border=\"1\">") + rows + QStringLiteral("</table>");
 }
 
+/// The measured-terms table: what the log says by itself.
+QString termsHtml(const std::vector<LogTermRow>& terms)
+{
+    QString h = QStringLiteral("<h3>Measured terms (as printed)</h3>");
+    QString rows = row({QStringLiteral("term"), QStringLiteral("device or rank"), QStringLiteral("value"), QStringLiteral("line")}, true);
+    for (const LogTermRow& t : terms)
+        rows += row({html(t.term), html(t.where), html(t.value), html(t.line)}, false, {2, 3});
+    return h + table(rows);
+}
+
 QString reportHtml(const LogReport& r)
 {
     QString h;
@@ -74,11 +84,7 @@ QString reportHtml(const LogReport& r)
         h += QStringLiteral("<li>%1</li>").arg(html(line));
     h += QStringLiteral("</ul>");
 
-    h += QStringLiteral("<h3>Measured terms (as printed)</h3>");
-    rows = row({QStringLiteral("term"), QStringLiteral("device or rank"), QStringLiteral("value"), QStringLiteral("line")}, true);
-    for (const LogTermRow& t : r.terms)
-        rows += row({html(t.term), html(t.where), html(t.value), html(t.line)}, false, {2, 3});
-    h += table(rows);
+    h += termsHtml(r.terms);
     return h;
 }
 
@@ -300,7 +306,7 @@ void LogPanel::analyze()
         try {
             return analyzeEngineLog(text, name, options, profiles);
         } catch (const std::exception& e) {
-            return tl::unexpected(LogReportError{LogReportError::Stage::Read, std::string("cannot read the log: ") + e.what(), {}, {}});
+            return tl::unexpected(LogReportError{LogReportError::Stage::Read, std::string("cannot read the log: ") + e.what(), {}, {}, {}, {}});
         }
     }).then(this, [self, generation](const Result& result) {
         if (!self || generation != self->m_generation)
@@ -326,6 +332,11 @@ void LogPanel::showResult(const tl::expected<LogReport, LogReportError>& result)
             h += QStringLiteral("<p>Choose the model the log ran above.</p>");
         for (const std::string& w : m_error->warnings)
             h += QStringLiteral("<p>warning: %1</p>").arg(html(w));
+        // Parsed but not planned: still what the log says (its card, settings, measured terms).
+        for (std::size_t i = 1; i < m_error->headerLines.size(); ++i)
+            h += QStringLiteral("<p>%1</p>").arg(html(m_error->headerLines[i]));
+        if (!m_error->terms.empty())
+            h += termsHtml(m_error->terms);
         m_view->setHtml(h);
         m_status->setText(QStringLiteral("%1 could not be compared").arg(name));
         return;

@@ -50,9 +50,10 @@ tl::expected<std::string, std::string> readLog(const std::string& file, const En
     return std::move(*text);
 }
 
-void printReport(const LogReport& r)
+/// The header lines and the measured-terms table: what the log says by itself.
+void printLogFacts(const std::vector<std::string>& headerLines, const std::vector<LogTermRow>& rows)
 {
-    for (const std::string& line : r.headerLines)
+    for (const std::string& line : headerLines)
         std::cout << line << '\n';
     std::cout << "\nMeasured terms (as printed)\n";
     TextTable terms;
@@ -60,9 +61,14 @@ void printReport(const LogReport& r)
     terms.addColumn("device");
     terms.addColumn("value", TextTable::Align::Right);
     terms.addColumn("line", TextTable::Align::Right);
-    for (const LogTermRow& t : r.terms)
+    for (const LogTermRow& t : rows)
         terms.addRow({t.term, t.where, t.value, t.line});
     terms.print(std::cout, "  ");
+}
+
+void printReport(const LogReport& r)
+{
+    printLogFacts(r.headerLines, r.terms);
 
     std::cout << "\nPredicted against measured (" << r.comparisonTitle << ")\n";
     TextTable t;
@@ -136,7 +142,11 @@ void runLog(CliContext& ctx, const LogOptions& o)
         std::cerr << "headroom-cli: " << safeText(o.file + ": " + w) << '\n';
     if (!report) {
         const LogReportError& e = report.error();
-        if (e.stage == LogReportError::Stage::Request)
+        // A log that was parsed but cannot be planned (no model named, an unknown card) still
+        // shows what it says: the engine, the card, the settings and every measured term.
+        if (!e.terms.empty() || !e.headerLines.empty())
+            printLogFacts(e.headerLines, e.terms);
+        else if (e.stage == LogReportError::Stage::Request)
             std::cout << e.summary << '\n';
         const bool namesFile = e.stage == LogReportError::Stage::Read || e.stage == LogReportError::Stage::Engine;
         ctx.fail(namesFile ? o.file + ": " + e.message : e.message);

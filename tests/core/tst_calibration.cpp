@@ -502,6 +502,34 @@ TEST_CASE("a saved calibration: found by the card's total, keyed by model, never
     fs::remove_all(dir);
 }
 
+TEST_CASE("a log that cannot be planned still shows what it says: card, settings and every measured term", "[calibration][enginelog]")
+{
+    // Review 14: a log whose model cannot be read here (or that names none) gave only its summary
+    // line; the engine, card, settings and measured terms come from the log alone.
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    const std::string text = logText("vllm-0.6.5-llama-3-8b-h100");
+    const auto log = parseEngineLog(text);
+    REQUIRE(log);
+    REQUIRE_FALSE(log->terms.empty());
+    LogReportOptions o;
+    o.model = "no-such-model";
+    auto report = analyzeEngineLog(text, "serve.log", o, *profiles);
+    REQUIRE_FALSE(report);
+    const LogReportError& e = report.error();
+    CHECK(e.stage == LogReportError::Stage::Request);
+    REQUIRE_FALSE(e.headerLines.empty());
+    CHECK(e.headerLines.front() == log->summary());
+    REQUIRE(e.terms.size() == log->terms.size());
+    bool weights = false;
+    for (std::size_t i = 0; i < e.terms.size(); ++i) {
+        CHECK(e.terms[i].term == log->terms[i].name);
+        CHECK(e.terms[i].value == log->terms[i].printed);
+        weights = weights || e.terms[i].term == "weights";
+    }
+    CHECK(weights);
+}
+
 namespace {
 
 /// The bytes of a whole log of tests/data/engine-logs/whole, as published.

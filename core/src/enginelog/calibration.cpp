@@ -424,7 +424,11 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
     if (r.kvDtype.id == "fp16" || r.kvDtype.id == "bf16") {
         const std::vector<SettingSpec>& specs = engineFor(r.engine.kind).settings();
         const std::pair<const char*, const char*> kvTypes[] = {{"-ctk", "cache-type-k"}, {"-ctv", "cache-type-v"}};
-        for (const auto& [logKey, engineKey] : kvTypes) {
+        for (const auto& kvType : kvTypes) {
+            // Named copies, not structured bindings: clang before 16 (Debian's 14, the fuzz build)
+            // cannot capture a binding in a lambda.
+            const char* const logKey = kvType.first;
+            const char* const engineKey = kvType.second;
             const auto it = log.settings.find(logKey);
             const auto spec = std::find_if(specs.begin(), specs.end(), [&](const SettingSpec& x) { return x.key == engineKey; });
             if (it == log.settings.end() || spec == specs.end() ||

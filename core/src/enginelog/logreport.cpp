@@ -359,19 +359,27 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
     using Stage = LogReportError::Stage;
     auto log = parseEngineLog(text);
     if (!log)
-        return tl::unexpected(LogReportError{Stage::Read, log.error().message, {}, {}});
+        return tl::unexpected(LogReportError{Stage::Read, log.error().message, {}, {}, {}, {}});
     if (log->engine.empty())
         return tl::unexpected(LogReportError{
             Stage::Engine, log->summary() + " Expected the start-up lines of vLLM, SGLang, TGI, TensorRT-LLM, llama.cpp or Ollama.",
-            log->summary(), log->warnings});
+            log->summary(), log->warnings, {}, {}});
     std::vector<std::string> requestNotes;
     std::vector<std::string> fromLog;
     auto request = logPlanRequest(*log, options, profiles, &requestNotes, &fromLog);
+    // What the log says by itself, shown even when no plan can be made for it.
+    std::vector<LogTermRow> terms;
+    for (const LogTerm& t : log->terms)
+        terms.push_back({t.name, t.device.empty() ? t.rank : t.device, t.printed, std::to_string(t.line)});
+    const auto parsedButNotCompared = [&](Stage stage, std::string message) {
+        return tl::unexpected(
+            LogReportError{stage, std::move(message), log->summary(), log->warnings, headerLinesOf(*log), terms});
+    };
     if (!request)
-        return tl::unexpected(LogReportError{Stage::Request, request.error(), log->summary(), log->warnings});
+        return parsedButNotCompared(Stage::Request, request.error());
     auto cmp = compareWithLog(*log, *request, logName, std::string(text));
     if (!cmp)
-        return tl::unexpected(LogReportError{Stage::Compare, cmp.error(), log->summary(), log->warnings});
+        return parsedButNotCompared(Stage::Compare, cmp.error());
 
     LogReport report;
     report.headerLines = headerLinesOf(*log);
@@ -405,8 +413,7 @@ tl::expected<LogReport, LogReportError> analyzeEngineLog(std::string_view text, 
     for (const std::string& w : log->warnings)
         if (w.starts_with("the log ends mid-line"))
             report.headerLines.push_back("Warning: " + w + ".");
-    for (const LogTerm& t : log->terms)
-        report.terms.push_back({t.name, t.device.empty() ? t.rank : t.device, t.printed, std::to_string(t.line)});
+    report.terms = terms;
     // The KV dtype the plan ran: an engine's own cache types (llama.cpp -ctk/-ctv the log printed) win over the request's.
     const std::string& kvRan = cmp->predicted.kvDtypeId.empty() ? request->kvDtype.id : cmp->predicted.kvDtypeId;
     report.comparisonTitle = "the plan for these settings: " + request->model.name + ", " + request->format.id + " weights, " +

@@ -51,6 +51,14 @@ struct LogReportOptions {
 };
 
 /// Why a log gave no report, and at which step.
+/// One measured term, as printed.
+struct LogTermRow {
+    std::string term;   ///< parser term name ("weights", "kv_cache_tokens")
+    std::string where;  ///< device (llama.cpp buffer type) or rank prefix; may be empty
+    std::string value;  ///< as the log printed it ("58.11 GiB")
+    std::string line;   ///< 1-based line number
+};
+
 struct LogReportError {
     enum class Stage {
         Read,    ///< the input exceeds the parser's limits
@@ -62,14 +70,11 @@ struct LogReportError {
     std::string message;               ///< what was expected and what was found
     std::string summary;               ///< EngineLog::summary() when the log was parsed, else empty
     std::vector<std::string> warnings; ///< the parser's warnings (cut lines, lines not read)
-};
-
-/// One measured term, as printed.
-struct LogTermRow {
-    std::string term;   ///< parser term name ("weights", "kv_cache_tokens")
-    std::string where;  ///< device (llama.cpp buffer type) or rank prefix; may be empty
-    std::string value;  ///< as the log printed it ("58.11 GiB")
-    std::string line;   ///< 1-based line number
+    /// Request and Compare stages (the log was parsed): what the log says without a plan, so that a
+    /// face still shows it (issue 14: the engine, card, settings and every measured term):
+    /// LogReport::headerLines' summary, card and settings lines, and every measured term in log order.
+    std::vector<std::string> headerLines;
+    std::vector<LogTermRow> terms;
 };
 
 /// One component, predicted against measured, as text (GiB to 0.01).
