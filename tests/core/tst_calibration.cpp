@@ -964,3 +964,28 @@ TEST_CASE("review 14: logs without a version plan with the rules their lines imp
         CHECK(report->comparison.saveRefusal.empty());
     }
 }
+
+TEST_CASE("the CUDA graph row sets a captured figure against the graphs the plan expects, not the in-budget zero", "[calibration][enginelog]")
+{
+    // Review 14: vLLM V1 captures its graphs after the KV pool is sized, so the plan charges none
+    // to the budget; the row showed "0.00 vs 0.91 GiB". The expected graphs are what the engine
+    // holds beyond its fraction (Engine::fractionHolding): 0.94 GiB, the sweep's median.
+    const auto profiles = loadProfiles(fs::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles);
+    std::ifstream in(fs::path(HEADROOM_SOURCE_DIR) / "tests/data/engine-logs/whole"
+                     / "vllm-0.19.0-meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log");
+    REQUIRE(in);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    LogReportOptions o;
+    o.model = "llama-3.1-8b";
+    auto report = analyzeEngineLog(text, "serve.log", o, *profiles);
+    REQUIRE(report);
+    const auto& rows = report->comparison.components;
+    const auto graphs = std::find_if(rows.begin(), rows.end(), [](const ComponentComparison& c) { return c.component == "cuda_graphs"; });
+    REQUIRE(graphs != rows.end());
+    REQUIRE(graphs->predicted);
+    REQUIRE(graphs->measured);
+    CHECK(graphs->predicted->value == 1009317315u);                             // 0.94 GiB
+    CHECK(static_cast<double>(graphs->measured->value) == Approx(0.91 * 1073741824.0).epsilon(1e-9));
+    CHECK(graphs->how.find("outside gpu-memory-utilization") != std::string::npos);
+}

@@ -230,7 +230,24 @@ bool sizesFromFreeMemory(EngineKind k)
     return k == EngineKind::LlamaCpp || k == EngineKind::Ollama;
 }
 
-std::vector<ComponentComparison> compareComponents(const EngineLog& log, const PlanResult& p)
+/// The CUDA graphs the plan expects, beside the log's figure: the in-budget charge where the
+/// engine subtracts them from its KV budget, else what it holds for them beyond its memory fraction
+/// (Engine::fractionHolding: vLLM V1 captures them after the pool is sized), so that a captured
+/// figure is never set against a zero in-budget term (review 14).
+std::optional<Bytes> plannedGraphs(const PlanRequest& request, const PlanResult& p, Bytes inBudget, std::string& how)
+{
+    if (inBudget.value > 0)
+        return inBudget;
+    if (const auto holding = engineFor(request.engine.kind).fractionHolding(request, p, MeasuredHolding{}))
+        for (const OverheadItem& item : holding->held)
+            if (item.name == "cuda_graphs") {
+                how += "; predicted: " + item.note;
+                return item.bytes;
+            }
+    return inBudget;
+}
+
+std::vector<ComponentComparison> compareComponents(const EngineLog& log, const PlanRequest& request, const PlanResult& p)
 {
     std::vector<ComponentComparison> rows;
     auto row = [&](std::string c, std::optional<Bytes> predicted, std::optional<Bytes> measured, std::string how) {
@@ -271,8 +288,9 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
         row("activation_peak", act, measuredAct, how);
         row("non_torch", overhead(p, {"cuda_context", "non_torch"}), logBytes(log, "non_torch"), line("non_torch"));
         std::optional<Bytes> graphs = logBytes(log, "cuda_graph_captured");
-        row("cuda_graphs", overhead(p, {"cuda_graphs"}), graphs ? graphs : logBytes(log, "cuda_graph_estimate"),
-            graphs ? line("cuda_graph_captured") : line("cuda_graph_estimate"));
+        std::string graphsHow = graphs ? line("cuda_graph_captured") : line("cuda_graph_estimate");
+        const std::optional<Bytes> predictedGraphs = plannedGraphs(request, p, overhead(p, {"cuda_graphs"}), graphsHow);
+        row("cuda_graphs", predictedGraphs, graphs ? graphs : logBytes(log, "cuda_graph_estimate"), graphsHow);
         std::optional<Bytes> kv = logBytes(log, "available_kv_cache");
         std::string kvHow = line("available_kv_cache");
         if (!kv) {
@@ -508,7 +526,7 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
     if (!predicted)
         return tl::unexpected(predicted.error());
     out.predicted = *predicted;
-    out.components = compareComponents(log, out.predicted);
+    out.components = compareComponents(log, request, out.predicted);
 
     // Every name here came from a path or a log's text (a file name that is not UTF-8, an escape
     // sequence in a version): made safe once, so the calibration prints and serialises as it is.
