@@ -55,6 +55,8 @@ void printLogFacts(const std::vector<std::string>& headerLines, const std::vecto
 {
     for (const std::string& line : headerLines)
         std::cout << line << '\n';
+    if (rows.empty())
+        return;
     std::cout << "\nMeasured terms (as printed)\n";
     TextTable terms;
     terms.addColumn("term");
