@@ -157,6 +157,10 @@ std::optional<json> rooflineJson(const PlanRequest& r, const PlanResult& p)
 {
     if (r.card.bandwidthGBps <= 0 || !p.speed || !p.verdict.loads())
         return std::nullopt; // speed only for what loads
+    // A layer split's speed is the split's (the plan's note "split speed: ... tokens/s", from
+    // planspeed.h SpeedSummary::split), not this all-on-GPU ceiling of weights the card cannot hold.
+    if (p.speed->split)
+        return std::nullopt;
     auto point = launchPoint(p);
     const std::uint64_t users = point ? point->users : 1;
     const std::uint64_t context = point ? point->contextTokens : 0;

@@ -281,7 +281,9 @@ bool cannotRun(const json& plan)
 std::string reasonSentence(const json& p)
 {
     std::string reason = p["reason"].get<std::string>();
-    if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0 && reason.rfind("fits with less", 0) != 0)
+    // A split loads: "partial offload: ..." is its own state, never "does not fit".
+    if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0 && reason.rfind("fits with less", 0) != 0
+        && reason.rfind("partial offload", 0) != 0)
         reason = (p["fits"].get<bool>() ? "fits: " : "does not fit: ") + reason;
     reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
     return reason;
