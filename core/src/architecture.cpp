@@ -56,7 +56,8 @@ std::string validateSsm(const Architecture& a)
 {
     const auto& mixers = a.hybrid.layerMixers;
     const bool mamba1 = std::find(mixers.begin(), mixers.end(), MixerKind::Mamba) != mixers.end();
-    const bool mamba2 = std::find(mixers.begin(), mixers.end(), MixerKind::Mamba2) != mixers.end();
+    const bool mamba2 = std::find(mixers.begin(), mixers.end(), MixerKind::Mamba2) != mixers.end()
+        || std::find(mixers.begin(), mixers.end(), MixerKind::AttentionMamba2) != mixers.end();
     if (!mamba1 && !mamba2)
         return {};
     if (mamba1 && mamba2)
@@ -169,6 +170,7 @@ const char* mixerKindName(MixerKind kind)
     case MixerKind::Mamba: return "mamba";
     case MixerKind::Mamba2: return "mamba2";
     case MixerKind::MlpOnly: return "mlp";
+    case MixerKind::AttentionMamba2: return "attention_mamba2";
     case MixerKind::Attention: break;
     }
     return "attention";
@@ -187,7 +189,7 @@ RecurrentState recurrentState(const Architecture& a, std::uint32_t layer, std::u
         const SsmConfig& m = a.hybrid.ssm;
         out.convElements = (std::uint64_t{m.convKernel} - 1) * ceilDiv(m.innerSize, tp);
         out.ssmElements = ceilDiv(m.innerSize, tp) * m.stateSize;
-    } else if (kind == MixerKind::Mamba2) {
+    } else if (kind == MixerKind::Mamba2 || kind == MixerKind::AttentionMamba2) {
         const SsmConfig& m = a.hybrid.ssm;
         const std::uint64_t groups = m.groups % tp == 0 ? m.groups : m.groups + (tp > m.groups ? tp - m.groups : 0);
         const std::uint64_t channels = m.innerSize + 2 * groups * m.stateSize;
@@ -209,6 +211,8 @@ std::optional<MixerKind> mixerKindFromName(const std::string& name)
         return MixerKind::Mamba2;
     if (name == "mlp")
         return MixerKind::MlpOnly;
+    if (name == "attention_mamba2")
+        return MixerKind::AttentionMamba2;
     return std::nullopt;
 }
 

@@ -240,7 +240,7 @@ bool readHybrid(const json& j, const std::string& pointer, std::uint32_t layers,
         const auto kind = list[i].is_string() ? mixerKindFromName(list[i].get<std::string>()) : std::nullopt;
         if (!kind)
             return r.fail("pattern/" + std::to_string(i),
-                          "expected \"attention\", \"gated_deltanet\", \"mamba\", \"mamba2\" or \"mlp\", found "
+                          "expected \"attention\", \"gated_deltanet\", \"mamba\", \"mamba2\", \"mlp\" or \"attention_mamba2\", found "
                               + ObjectReader::describe(list[i]));
         pattern.push_back(*kind);
     }

@@ -82,10 +82,10 @@ KvLayout kvLayout(const Architecture& arch, const KvDtype& dtype, const KvDtype&
             out.stateBytesPerSequence +=
                 Bytes{checkedMul(checkedAdd(state.convElements, state.ssmElements, "state"), stateElementBytes, "state")};
             ++out.recurrentLayers;
-            continue;
         }
         if (!arch.hybrid.isAttention(i))
-            continue; // an MLP-only block keeps nothing
+            continue; // a recurrent layer keeps no KV; an MLP-only block keeps nothing (a parallel
+                      // attention + Mamba-2 layer keeps both)
         std::uint64_t bytes = 0;
         if (arch.mla.cachesLatent()) {
             // One latent row of kv_lora_rank + rope dim per token and layer, replicated on every

@@ -36,6 +36,10 @@ public:
                 addMamba2();
             else if (mixer == MixerKind::MlpOnly)
                 ; // the block is its MLP
+            else if (mixer == MixerKind::AttentionMamba2) {
+                addAttention(i); // Falcon-H1: self_attn and mamba side by side (modeling_falcon_h1.py)
+                addMamba2();
+            }
             else if (m_arch.mla.enabled())
                 addMlaAttention();
             else

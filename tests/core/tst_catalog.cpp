@@ -3,6 +3,7 @@
 // against the published totals for every profile in tst_profiles.cpp).
 #include "fixtures.h"
 
+#include "headroom/core/importers/hfconfig.h"
 #include "headroom/core/kvcache.h"
 #include "headroom/core/parameters.h"
 #include "headroom/core/profiles.h"
@@ -123,4 +124,43 @@ TEST_CASE("catalog: card totals are driver-reported where a public log has them,
         INFO(id);
         CHECK(std::abs(estimate - static_cast<double>(c->totalBytes.value)) <= 0.011 * static_cast<double>(c->totalBytes.value));
     }
+}
+
+TEST_CASE("catalog: Llama 4 Maverick imported from its config.json: 400B total, 17B active", "[catalog]")
+{
+    // meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json text_config, the keys that shape the
+    // text model, as NVIDIA's TensorRT-LLM unit tests quote the published file
+    // (LLAMA_4_MAVERICK_TWO_LAYER_CONFIG, second-hand; num_hidden_layers back to the 48 its comment
+    // says it reduced to 2): 128 experts top-1, MoE every second layer.
+    auto cfg = parseHfConfig(R"({"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+        "text_config": {"attention_bias": false, "attention_chunk_size": 8192, "head_dim": 128, "hidden_act": "silu",
+        "hidden_size": 5120, "interleave_moe_layer_step": 2, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+        "max_position_embeddings": 1048576, "model_type": "llama4_text", "num_attention_heads": 40,
+        "num_experts_per_tok": 1, "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 128,
+        "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "torch_dtype": "bfloat16", "use_qk_norm": false,
+        "vocab_size": 202048}})",
+                             "config.json");
+    REQUIRE(cfg.has_value());
+    const Architecture& a = cfg->architecture;
+    CHECK(a.moe.expertCount == 128);
+    CHECK(a.moe.expertsPerToken == 1);
+    CHECK(a.moe.layerStep == 2);
+    CHECK(a.moe.expertFfnSize == 8192);
+    CHECK(a.intermediateSize == 16384);
+    int moeLayers = 0;
+    for (std::uint32_t i = 0; i < a.layers; ++i)
+        moeLayers += a.moe.isMoeLayer(i) ? 1 : 0;
+    CHECK(moeLayers == 24);
+    CHECK_FALSE(a.moe.isMoeLayer(0)); // (i + 1) % 2 == 0: the odd layers
+    CHECK(a.moe.isMoeLayer(1));
+    // The text model the profile prices, tensor for tensor.
+    const std::uint64_t total = parameterCount(a);
+    CHECK(total == parameterCount(arch("llama-4-maverick")));
+    // Meta's card: 400B total, 17B active. Text weights 400.7B (the vision tower adds ~0.9B);
+    // active = total less the 127 idle routed experts of each of the 24 MoE layers.
+    CHECK(total > 399'000'000'000ull);
+    CHECK(total < 402'000'000'000ull);
+    const std::uint64_t idle = 24ull * 127 * 3 * 5120 * 8192;
+    CHECK(total - idle > 17'000'000'000ull);
+    CHECK(total - idle < 17'500'000'000ull);
 }

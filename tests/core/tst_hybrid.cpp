@@ -95,18 +95,55 @@ TEST_CASE("recurrent state per sequence does not grow with the context", "[hybri
     CHECK(f.back().users < 1024);
 }
 
-TEST_CASE("Falcon-H1's parallel Mamba layers are said to be unmodelled, not silently priced", "[hybrid]")
+// Falcon-H1-1.5B: the shapes of the transformers FalconH1 documentation table (24 layers, hidden
+// 2048, 8 attention heads, 2 KV heads, 48 Mamba heads, head dims 128 (attention) / 64 (Mamba),
+// d_state 256; https://huggingface.co/docs/transformers/model_doc/falcon_h1), mamba_d_ssm = 48 x 64,
+// and FalconH1Config's defaults for the keys the table leaves out (mamba_n_groups 1, mamba_d_conv 4;
+// transformers configuration_falcon_h1.py).
+const char* kFalconH1Config = R"({"model_type": "falcon_h1", "hidden_size": 2048, "intermediate_size": 4608,
+    "num_hidden_layers": 24, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+    "vocab_size": 65537, "mamba_d_ssm": 3072, "mamba_n_heads": 48, "mamba_d_head": 64, "mamba_d_state": 256,
+    "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2, "max_position_embeddings": 131072})";
+
+TEST_CASE("Falcon-H1: every layer keeps its KV cache and a Mamba-2 state", "[hybrid]")
+{
+    auto cfg = parseHfConfig(kFalconH1Config, "config.json");
+    REQUIRE(cfg.has_value());
+    const Architecture& a = cfg->architecture;
+    REQUIRE(a.hybrid.enabled());
+    for (std::uint32_t i = 0; i < a.layers; ++i) {
+        CHECK(a.hybrid.isAttention(i));
+        CHECK(a.hybrid.isRecurrent(i));
+    }
+    CHECK(a.hybrid.ssm.innerSize == 3072); // mamba_d_ssm, not mamba_expand x hidden_size (4096)
+    for (const std::string& w : cfg->warnings)
+        CHECK(w.find("not modelled") == std::string::npos);
+    const KvLayout kv = kvLayout(a, *findKvDtype("fp16"));
+    CHECK(kv.fullLayers == 24);
+    CHECK(kv.recurrentLayers == 24);
+    // 24 layers x 2 KV heads x (128 + 128) x 2 B: 32 MiB a layer at 32,768 tokens.
+    CHECK(kv.bytesPerToken().value == 24ull * 2 * 256 * 2);
+    // 24 x ((4 - 1) x (3,072 + 2 x 1 x 256) conv + 48 x 64 x 256 SSM) elements, 2 B each here.
+    CHECK(kv.stateBytesPerSequence.value == 24ull * (3 * 3584 + 48 * 64 * 256) * 2);
+    // The weights hold both mixers: q/k/v/o and the Mamba-2 projections in every layer.
+    const std::uint64_t withMamba = parameterCount(a);
+    Architecture attentionOnly = a;
+    attentionOnly.hybrid = HybridConfig{};
+    const std::uint64_t mambaPerLayer = (withMamba - parameterCount(attentionOnly)) / 24;
+    // in_proj [2 x 3072 + 2 x 256 + 48, 2048], conv1d [3584, 4] + bias, dt_bias/A_log/D, norm [3072],
+    // out_proj [2048, 3072].
+    CHECK(mambaPerLayer == (2ull * 3072 + 2 * 256 + 48) * 2048 + 3584 * 4 + 3584 + 3 * 48 + 3072 + 2048ull * 3072);
+}
+
+TEST_CASE("Falcon-H1 without mamba_d_head: \"auto\" is d_ssm / heads", "[hybrid]")
 {
     auto cfg = parseHfConfig(R"({"model_type": "falcon_h1", "hidden_size": 64, "intermediate_size": 128,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
-        "mamba_d_state": 128, "mamba_n_heads": 2, "mamba_d_head": 64})",
+        "mamba_d_state": 16, "mamba_n_heads": 4, "mamba_d_head": "auto", "mamba_d_ssm": 96})",
                              "config.json");
     REQUIRE(cfg.has_value());
-    CHECK_FALSE(cfg->architecture.hybrid.enabled());
-    bool warned = false;
-    for (const std::string& w : cfg->warnings)
-        warned = warned || w.find("not modelled") != std::string::npos;
-    CHECK(warned);
+    CHECK(cfg->architecture.hybrid.ssm.headDim == 24);
+    CHECK(cfg->architecture.hybrid.ssm.innerSize == 96);
 }
 
 namespace {

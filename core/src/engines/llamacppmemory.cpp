@@ -98,23 +98,25 @@ KvCacheBill walkKv(const Architecture& arch, const ContextSettings& s, PerLayer&
             vMax = std::max(vMax, layerRows(arch, i, s.mlaCache).v);
     out.recurrentCells = std::max<std::uint32_t>(s.parallel, 1);
     for (std::uint32_t i = 0; i < arch.layers; ++i) {
+        // A layer's recurrent state (R and S rows of n_seq_max cells), then its K and V; a Falcon-H1
+        // layer has both (llama_model::create_memory: filter_attn and filter_recr true for every layer).
+        Bytes state;
         if (arch.hybrid.isRecurrent(i)) {
-            const RecurrentState state = recurrentState(arch, i, 1);
-            const Bytes r{checkedMul(checkedMul(state.convElements, out.recurrentCells, "R cache"), kF32, "R cache")};
-            const Bytes rs{checkedMul(checkedMul(state.ssmElements, out.recurrentCells, "S cache"), kF32, "S cache")};
+            const RecurrentState shape = recurrentState(arch, i, 1);
+            const Bytes r{checkedMul(checkedMul(shape.convElements, out.recurrentCells, "R cache"), kF32, "R cache")};
+            const Bytes rs{checkedMul(checkedMul(shape.ssmElements, out.recurrentCells, "S cache"), kF32, "S cache")};
             out.rBytes += r;
             out.sBytes += rs;
             ++out.recurrentLayers;
-            perLayer(i, r + rs);
-            continue;
+            state = r + rs;
         }
         if (!arch.hybrid.isAttention(i)) {
-            perLayer(i, Bytes{});
+            perLayer(i, state);
             continue;
         }
         const LayerRows rows = layerRows(arch, i, s.mlaCache);
         if (rows.k == 0 && rows.v == 0) {
-            perLayer(i, Bytes{});
+            perLayer(i, state);
             continue;
         }
         const bool slides = sliding && arch.sliding.isSliding(i);
@@ -127,7 +129,7 @@ KvCacheBill walkKv(const Architecture& arch, const ContextSettings& s, PerLayer&
         out.vBytes += v;
         (slides ? out.slidingBytes : out.fullBytes) += k + v;
         ++(slides ? out.slidingLayers : out.fullLayers);
-        perLayer(i, k + v);
+        perLayer(i, state + k + v);
     }
     return out;
 }

@@ -195,14 +195,19 @@ void readVision(const JsonObject& top, const std::string& topType, const Archite
 /// Then the shapes: the Gated DeltaNet linear_* keys, Granite's mamba_* keys (mamba_n_heads, mamba_d_head,
 /// mamba_d_state, mamba_n_groups, mamba_d_conv, mamba_expand, mamba_conv_bias, mamba_proj_bias),
 /// Nemotron-H's (mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel, use_conv_bias,
-/// use_bias) or Jamba's (mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank). Falcon-H1 (attention
-/// and Mamba-2 side by side in every layer) is named in the warnings and priced as attention.
+/// use_bias) or Jamba's (mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank). Falcon-H1
+/// (model_type falcon_h1) has attention and a Mamba-2 mixer side by side in every layer
+/// (FalconH1Config.layers_block_type is "hybrid" for every layer, configuration_falcon_h1.py), its
+/// Mamba width mamba_d_ssm (default mamba_expand x hidden_size) and mamba_d_head "auto" = d_ssm /
+/// mamba_n_heads.
 void readHybrid(const JsonObject& c, const std::string& family, std::uint64_t layers, std::uint64_t hidden, HybridConfig& h,
                 std::vector<std::string>& warnings)
 {
     std::vector<MixerKind> mixers;
     bool mixerOrMlp = false;
-    if (const nlohmann::json* types = c.arrayOf("layer_types")) {
+    if (family == "falcon-h1") {
+        mixers.assign(layers, MixerKind::AttentionMamba2);
+    } else if (const nlohmann::json* types = c.arrayOf("layer_types")) {
         for (const auto& t : *types) {
             if (!t.is_string())
                 return; // the sliding-window reader refuses it
@@ -234,12 +239,13 @@ void readHybrid(const JsonObject& c, const std::string& family, std::uint64_t la
         const std::uint64_t offset = c.uintOf("attn_layer_offset").value_or(0);
         for (std::uint64_t i = 0; i < layers; ++i)
             mixers.push_back(i % *period == offset ? MixerKind::Attention : MixerKind::Mamba);
-    } else if (family == "falcon-h1" || c.has("mamba_d_state") || c.has("ssm_cfg")) {
+    } else if (c.has("mamba_d_state") || c.has("ssm_cfg")) {
         warnings.push_back("Mamba layers of model_type \"" + family + "\" are not modelled (their state and weights are priced as attention)");
         return;
     }
     const auto has = [&](MixerKind k) { return std::find(mixers.begin(), mixers.end(), k) != mixers.end(); };
-    if (!has(MixerKind::GatedDeltaNet) && !has(MixerKind::Mamba) && !has(MixerKind::Mamba2))
+    const bool mamba2 = has(MixerKind::Mamba2) || has(MixerKind::AttentionMamba2);
+    if (!has(MixerKind::GatedDeltaNet) && !has(MixerKind::Mamba) && !mamba2)
         return;
     if (mixers.size() != layers)
         c.fail(ImportErrorCode::BadValue, mixerOrMlp ? "hybrid_override_pattern" : "layer_types",
@@ -263,7 +269,7 @@ void readHybrid(const JsonObject& c, const std::string& family, std::uint64_t la
         h.attentionOutputGate = c.boolOf("attn_output_gate").value_or(true);
     }
     h.blockIsMixerOrMlp = mixerOrMlp;
-    if (!has(MixerKind::Mamba) && !has(MixerKind::Mamba2)) {
+    if (!has(MixerKind::Mamba) && !mamba2) {
         h.layerMixers = std::move(mixers);
         return;
     }
@@ -273,12 +279,27 @@ void readHybrid(const JsonObject& c, const std::string& family, std::uint64_t la
     m.convBias = c.boolOf("mamba_conv_bias").value_or(c.boolOf("use_conv_bias").value_or(true));
     m.projBias = c.boolOf("mamba_proj_bias").value_or(c.boolOf("use_bias").value_or(false));
     const std::uint64_t expand = dim({"mamba_expand", "expand"}, 2);
-    if (has(MixerKind::Mamba2)) {
+    if (mamba2) {
         m.heads = dim({"mamba_n_heads", "mamba_num_heads"});
-        m.headDim = dim({"mamba_d_head", "mamba_head_dim"});
         m.groups = dim({"mamba_n_groups", "n_groups"}, 1);
+        // Falcon-H1: the Mamba width is mamba_d_ssm, and mamba_d_head may be "auto" (d_ssm / heads).
+        const std::uint64_t dSsm = c.uintOf("mamba_d_ssm").value_or(0);
+        const bool headAuto = !c.has("mamba_head_dim") && (!c.has("mamba_d_head") || c.isString("mamba_d_head"));
+        if (headAuto && c.isString("mamba_d_head") && c.stringOf("mamba_d_head") != std::optional<std::string>("auto"))
+            c.fail(ImportErrorCode::BadValue, "mamba_d_head",
+                   "expected an integer or \"auto\", found \"" + c.stringOf("mamba_d_head")->substr(0, 40) + "\"");
+        if (headAuto && (dSsm > 0 || c.isString("mamba_d_head")))
+            m.headDim = static_cast<std::uint32_t>(std::min<std::uint64_t>((dSsm > 0 ? dSsm : expand * hidden) / m.heads, 1u << 14));
+        else
+            m.headDim = dim({"mamba_d_head", "mamba_head_dim"});
+        if (m.headDim == 0)
+            c.fail(ImportErrorCode::BadValue, "mamba_d_ssm", "the Mamba width (mamba_d_ssm " + std::to_string(dSsm)
+                   + ", else mamba_expand x hidden_size) is smaller than mamba_n_heads " + std::to_string(m.heads));
         m.innerSize = std::uint64_t{m.heads} * m.headDim;
-        if (m.innerSize != expand * hidden)
+        if (dSsm > 0 && m.innerSize != dSsm)
+            warnings.push_back("Mamba-2 heads x head_dim (" + std::to_string(m.innerSize) + ") differs from mamba_d_ssm ("
+                               + std::to_string(dSsm) + "): the heads are priced");
+        else if (dSsm == 0 && m.innerSize != expand * hidden)
             warnings.push_back("Mamba-2 heads x head_dim (" + std::to_string(m.innerSize) + ") differs from expand x hidden_size ("
                                + std::to_string(expand * hidden) + "): the heads are priced");
     } else if (has(MixerKind::Mamba)) {

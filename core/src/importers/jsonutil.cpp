@@ -170,6 +170,12 @@ const nlohmann::json* JsonObject::get(const char* key) const
     return &*it;
 }
 
+bool JsonObject::isString(const char* key) const
+{
+    const nlohmann::json* v = get(key);
+    return v && v->is_string();
+}
+
 bool JsonObject::has(const char* key) const { return get(key) != nullptr; }
 
 void JsonObject::wrongType(const char* key, const char* expected) const

@@ -40,6 +40,9 @@ public:
         : m_j(j), m_file(std::move(file)), m_prefix(std::move(prefix)) {}
 
     bool has(const char* key) const;
+    /// Whether @p key is present and a string (a key that may be a number or a word, such as
+    /// Falcon-H1's mamba_d_head: 64 or "auto").
+    bool isString(const char* key) const;
     std::optional<std::uint64_t> uintOf(const char* key) const;
     std::optional<double> numberOf(const char* key) const;
     std::optional<bool> boolOf(const char* key) const;

@@ -103,6 +103,12 @@ enum class MixerKind {
     Mamba2,
     /// No token mixer: the block is an MLP alone (Nemotron-H hybrid_override_pattern "-").
     MlpOnly,
+    /// Attention and a Mamba-2 mixer side by side in one block (Falcon-H1, modeling_falcon_h1.py
+    /// FalconH1DecoderLayer: self_attn and mamba read the same input, their outputs are summed): the
+    /// layer keeps a KV cache and a Mamba-2 state. llama.cpp allocates both for every Falcon-H1 layer
+    /// (src/llama-model.cpp llama_model::create_memory, LLM_ARCH_FALCON_H1: filter_attn and
+    /// filter_recr true for every layer; ggml-org/llama.cpp commit 00342301).
+    AttentionMamba2,
 };
 
 /// Linear-attention (Gated DeltaNet) shapes: config.json linear_* keys.
@@ -149,14 +155,21 @@ struct HybridConfig {
 
     bool enabled() const { return !layerMixers.empty(); }
     MixerKind mixerOf(std::uint32_t i) const { return i < layerMixers.size() ? layerMixers[i] : MixerKind::Attention; }
-    /// Whether layer @p i keeps a recurrent state (Gated DeltaNet, Mamba) instead of a KV cache.
+    /// Whether layer @p i keeps a recurrent state (Gated DeltaNet, Mamba; a parallel Falcon-H1 layer
+    /// keeps one beside its KV cache).
     bool isRecurrent(std::uint32_t i) const
     {
         const MixerKind k = mixerOf(i);
-        return k == MixerKind::GatedDeltaNet || k == MixerKind::Mamba || k == MixerKind::Mamba2;
+        return k == MixerKind::GatedDeltaNet || k == MixerKind::Mamba || k == MixerKind::Mamba2
+            || k == MixerKind::AttentionMamba2;
     }
-    /// Whether layer @p i has an attention KV cache.
-    bool isAttention(std::uint32_t i) const { return mixerOf(i) == MixerKind::Attention; }
+    /// Whether layer @p i has an attention KV cache (an attention layer, or a parallel attention +
+    /// Mamba-2 layer).
+    bool isAttention(std::uint32_t i) const
+    {
+        const MixerKind k = mixerOf(i);
+        return k == MixerKind::Attention || k == MixerKind::AttentionMamba2;
+    }
     /// Whether layer @p i has an MLP (or MoE) block.
     bool hasMlp(std::uint32_t i) const { return !blockIsMixerOrMlp || mixerOf(i) == MixerKind::MlpOnly; }
 };
@@ -240,7 +253,7 @@ struct VisionConfig {
     }
 };
 
-/// "attention", "gated_deltanet", "mamba", "mamba2", "mlp".
+/// "attention", "gated_deltanet", "mamba", "mamba2", "mlp", "attention_mamba2".
 const char* mixerKindName(MixerKind kind);
 /// The mixer named @p name: mixerKindName, or config.json layer_types' "full_attention",
 /// "sliding_attention", "linear_attention"; nullopt for another name. ("mamba" is Mamba-1 here;
