@@ -8,6 +8,8 @@
 #include "tst_reportutil.h"
 
 #include "headroom/core/engines/vllmmemory.h"
+#include "headroom/core/importers/hfconfig.h"
+#include "headroom/core/kvcache.h"
 #include "headroom/core/profiles.h"
 
 #include <catch2/catch.hpp>
@@ -296,4 +298,60 @@ TEST_CASE("vLLM --kv-cache-memory-bytes bypasses the profile; --enforce-eager dr
     r.engineSettings.push_back({"enforce-eager", "true"});
     const Bytes eager = test::planOf(r).kvBudgetBytes;
     CHECK(eager.value - withGraphs.value == kGiB);
+}
+
+TEST_CASE("vLLM's hybrid attention + Mamba pool: the attention block holds one layer's state", "[vllm][hybrid]")
+{
+    // nvidia/NVIDIA-Nemotron-Nano-9B-v2's shapes (56 layers and hidden 4480 as NVIDIA's
+    // Megatron-Bridge documentation lists them; the other keys as a public test fixture quotes the
+    // published config.json, second-hand): 4 attention layers of 8 KV heads x 128, 27 Mamba-2
+    // layers of 128 heads x 80, state 128, 8 groups, conv kernel 4.
+    auto cfg = parseHfConfig(R"({"model_type": "nemotron_h", "num_hidden_layers": 56, "hidden_size": 4480,
+        "intermediate_size": 15680, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 131072, "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
+        "ssm_state_size": 128, "conv_kernel": 4, "n_groups": 8, "mamba_num_heads": 128, "mamba_head_dim": 80,
+        "expand": 2})",
+                             "config.json");
+    REQUIRE(cfg.has_value());
+    const KvLayout kv = kvLayout(cfg->architecture, *findKvDtype("bf16"));
+    REQUIRE(kv.fullLayers == 4);
+    REQUIRE(kv.recurrentLayers == 27);
+    const std::uint64_t attention = kv.fullBytesPerToken.value / kv.fullLayers; // 2 x 8 x 128 x 2 B
+    const std::uint64_t state = kv.stateBytesPerSequence.value / kv.recurrentLayers;
+    CHECK(attention == 4096);
+    CHECK(state == (3ull * (10240 + 2 * 8 * 128) + 128ull * 80 * 128) * 2); // 2,695,168 B
+    // vllm#24280 (a vLLM maintainer, 2025-09-04): "672 tokens for nvidia/NVIDIA-Nemotron-Nano-9B-v2".
+    CHECK(hybridMambaBlockTokens(attention, state, 16) == 672);
+    CHECK(hybridMambaBlockTokens(attention, state, 1024) == 1024); // --block-size at least that is kept
+    CHECK(hybridMambaBlockTokens(0, state, 16) == 16);
+    // Groups of 4 layers: 1 attention, 7 Mamba (one padding layer).
+    const auto g = hybridKvGroups(kv.fullLayers, kv.recurrentLayers);
+    REQUIRE(g);
+    CHECK(g->groupSize == 4);
+    CHECK(g->fullGroups == 1);
+    CHECK(g->localGroups == 7);
+}
+
+TEST_CASE("a vLLM plan of a Mamba hybrid pages the state with the attention", "[vllm][hybrid]")
+{
+    // nemotron-h-8b: 4 attention layers of 8 KV heads x 128 (4,096 B a token a layer), 24 Mamba-2
+    // layers of (3 x (8,192 + 2 x 8 x 128) + 128 x 64 x 128) x 2 B = 2,158,592 B: a block of
+    // 16 x ceil(2,158,592 / 65,536) = 528 tokens, 4 + 24 layers in 1 + 6 groups of 4.
+    PlanRequest r = test::profileRequest("nemotron-h-8b", "bf16", "h100-sxm", "vllm", 1, 8192, "bf16");
+    const PlanResult p = test::planOf(r);
+    CHECK(p.paging.blockTokens == 528);
+    const auto figure = [&](const char* name) {
+        for (const EngineFigure& f : p.engineFigures)
+            if (f.name == name)
+                return f.value;
+        FAIL(name);
+        return 0.0;
+    };
+    const double pages = figure("num_gpu_blocks");
+    CHECK(pages == std::floor(static_cast<double>(p.kvBudgetBytes.value) / (528.0 * 4096) / 4));
+    CHECK(figure("gpu_kv_cache_tokens") == std::floor(pages / 7) * 528);
+    // One request of 8,192 tokens: ceil(8,192 / 528) = 16 attention pages and one page per Mamba group.
+    CHECK(figure("maximum_concurrency") == Approx(pages / (16 + 6)));
+    // The state is priced: the same budget without it (every block one attention page) holds more.
+    CHECK(figure("gpu_kv_cache_tokens") < static_cast<double>(p.kvBudgetBytes.value) / 16384.0);
 }

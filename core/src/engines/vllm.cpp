@@ -164,6 +164,31 @@ VllmPool vllmPool(const EngineInputs& in, Bytes budget)
     const KvLayout& kv = in.kv;
     const std::string version = appliedEngineVersion(in.request.engine);
     VllmPool p;
+    // Attention and Mamba layers share pages of one size (the state padded to block x the attention
+    // bytes a token, vllmmemory.h hybridMambaBlockTokens), grouped as full and sliding layers are;
+    // a request holds ceil(context / block) pages of each attention group and one page of each
+    // Mamba group (kv_cache_interface.py MambaSpec.max_memory_usage_bytes = one page).
+    if (kv.recurrentLayers > 0 && kv.fullLayers > 0 && kv.slidingLayers == 0 && !vllm::isV0(version)
+        && vllm::hybridKvCacheManager(version) && in.setup.pipelineParallel <= 1) {
+        const std::optional<vllm::HybridKvGroups> mamba = vllm::hybridKvGroups(kv.fullLayers, kv.recurrentLayers);
+        const std::uint64_t pageBytes = kv.fullBytesPerToken.value / kv.fullLayers * block;
+        if (mamba && pageBytes > 0) {
+            p.engineBlocks = budget.value / pageBytes / mamba->groupSize;
+            p.modelBlocks = p.engineBlocks / mamba->groups();
+            if (ctx > 0) {
+                const std::uint64_t perRequest = mamba->fullGroups * vllm::requestBlocksPerGroup(ctx, block, 0, 0, false)
+                    + mamba->localGroups;
+                p.concurrency = perRequest == 0 ? 0.0 : static_cast<double>(p.engineBlocks) / static_cast<double>(perRequest);
+            }
+            p.how = "vLLM's hybrid attention + Mamba pool: attention block " + std::to_string(block)
+                + " tokens so that a page holds one layer's state (the state padded to " + formatBytes(Bytes{pageBytes})
+                + "); " + std::to_string(mamba->fullGroups) + " attention and " + std::to_string(mamba->localGroups)
+                + " Mamba groups of " + std::to_string(mamba->groupSize) + " layers share "
+                + formatThousands(p.engineBlocks) + " pages; GPU KV cache size = pages // groups x block size "
+                + "(vllm/v1/core/kv_cache_utils.py)";
+            return p;
+        }
+    }
     const bool samePage = kv.fullLayers > 0 && kv.slidingLayers > 0
         && kv.fullBytesPerToken.value * kv.slidingLayers == kv.slidingBytesPerToken.value * kv.fullLayers;
     const std::optional<vllm::HybridKvGroups> groups = samePage && !vllm::isV0(version) && vllm::hybridKvCacheManager(version)
@@ -348,6 +373,16 @@ public:
         }
         if (!s.find("gpu-memory-utilization"))
             s.setDerived(derivedNumber("gpu-memory-utilization", r.engine.memoryFraction));
+        // Attention and Mamba (or Gated DeltaNet) layers in one pool: the attention block grows
+        // until one page holds one layer's state (vllmmemory.h hybridMambaBlockTokens; V1 only).
+        if (!vllm::isV0(version) && vllm::hybridKvCacheManager(version) && arch.hybrid.enabled()) {
+            const std::optional<KvDtype> dtype = findKvDtype(setup.kvDtypeId.empty() ? "bf16" : setup.kvDtypeId);
+            const KvLayout kv = dtype ? kvLayout(arch, *dtype, setup.tensorParallel) : KvLayout{};
+            if (kv.recurrentLayers > 0 && kv.fullLayers > 0 && kv.slidingLayers == 0)
+                setup.paging.blockTokens = vllm::hybridMambaBlockTokens(
+                    kv.fullBytesPerToken.value / kv.fullLayers, kv.stateBytesPerSequence.value / kv.recurrentLayers,
+                    setup.paging.blockTokens);
+        }
         return setup;
     }
 

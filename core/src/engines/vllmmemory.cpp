@@ -191,6 +191,17 @@ std::optional<HybridKvGroups> hybridKvGroups(std::uint32_t fullLayers, std::uint
     return g;
 }
 
+std::uint64_t hybridMambaBlockTokens(std::uint64_t attentionBytesPerTokenPerLayer, std::uint64_t stateBytesPerLayer,
+                                     std::uint64_t requestedTokens, std::uint64_t alignTokens)
+{
+    const std::uint64_t align = std::max<std::uint64_t>(alignTokens, 1);
+    if (attentionBytesPerTokenPerLayer == 0 || stateBytesPerLayer == 0)
+        return requestedTokens;
+    const std::uint64_t alignBytes = align * attentionBytesPerTokenPerLayer;
+    const std::uint64_t aligned = align * ((stateBytesPerLayer + alignBytes - 1) / alignBytes);
+    return std::max(requestedTokens, aligned);
+}
+
 std::uint64_t requestBlocksPerGroup(std::uint64_t maxModelLenTokens, std::uint64_t blockTokens, std::uint64_t windowTokens,
                                     std::uint64_t maxNumBatchedTokens, bool chunkedLocal)
 {

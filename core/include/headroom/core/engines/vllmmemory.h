@@ -190,6 +190,22 @@ struct HybridKvGroups {
 /// The groups of @p fullLayers + @p localLayers (both > 0), else nullopt (one group of all layers).
 std::optional<HybridKvGroups> hybridKvGroups(std::uint32_t fullLayers, std::uint32_t localLayers);
 
+/// The attention block size vLLM V1 gives a model of attention and Mamba (or Gated DeltaNet)
+/// layers, so that one attention page holds one layer's recurrent state: @p alignTokens x
+/// ceil(@p stateBytesPerLayer / (@p alignTokens x @p attentionBytesPerTokenPerLayer)), or
+/// @p requestedTokens when --block-size asks for at least that; the state page is then padded to
+/// the attention page (block x bytes per token). Source: vllm/model_executor/models/config.py
+/// HybridAttentionMambaModelConfig.verify_and_update_config (v0.10: "Setting attention block size
+/// to %d tokens to ensure that attention page size is >= mamba page size", align 16 for the
+/// attention backends that take multiples of 16), moved to vllm/platforms/interface.py
+/// _align_hybrid_block_size later (align = the backend's kernel block multiple, 16 on CUDA).
+/// Bytes per layer and rank: K + V of one token (FullAttentionSpec page of block 1), and the conv
+/// + SSM state of one sequence (MambaSpec page, the model dtype). 0 bytes per token returns
+/// @p requestedTokens. vllm#24280 (a maintainer, 2025-09-04): 672 tokens for
+/// NVIDIA-Nemotron-Nano-9B-v2.
+std::uint64_t hybridMambaBlockTokens(std::uint64_t attentionBytesPerTokenPerLayer, std::uint64_t stateBytesPerLayer,
+                                     std::uint64_t requestedTokens, std::uint64_t alignTokens = 16);
+
 /// Blocks of @p blockTokens one request of @p maxModelLenTokens takes in one group of layers
 /// (kv_cache_interface.py max_memory_usage_bytes, v0.19): a full-attention group
 /// ceil(max_model_len / block); a sliding-window group ceil(min(window - 1 + max_num_batched_tokens,
