@@ -139,9 +139,10 @@ TEST_CASE("SGLang: mem_fraction_static of the memory free at start-up, by versio
 TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the total (3.x)", "[engines][tgi]")
 {
     const ProfileSet set = builtin();
-    // The same warm-up prefill for both (2.x would default it to max-input-tokens + 50, below).
-    const PlanResult v2 = plan(request(set, "tgi@2.4.1", {{"max-batch-prefill-tokens", "4096"}}));
-    const PlanResult v3 = plan(request(set, "tgi@3.3.7", {{"max-batch-prefill-tokens", "4096"}}));
+    // The same warm-up prefill for both (2.x would default it to max-input-tokens + 50, below), and
+    // paged attention's blocks of 16 for both (the launcher's default is flashinfer, below).
+    const PlanResult v2 = plan(request(set, "tgi@2.4.1", {{"max-batch-prefill-tokens", "4096"}, {"ATTENTION", "paged"}}));
+    const PlanResult v3 = plan(request(set, "tgi@3.3.7", {{"max-batch-prefill-tokens", "4096"}, {"ATTENTION", "paged"}}));
     CHECK(setting(v2, "TGI_WIGGLE_ROOM") == Approx(0.90));
     CHECK(setting(v3, "TGI_WIGGLE_ROOM") == Approx(0.90));
     CHECK(setting(plan(request(set, "tgi@2.0.4")), "TGI_WIGGLE_ROOM") == Approx(0.95));
@@ -187,6 +188,71 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     // The attention backend sets the block size.
     CHECK(plan(request(set, "tgi", {{"ATTENTION", "flashinfer"}})).paging.blockTokens == 1);
     CHECK(plan(request(set, "tgi", {{"ATTENTION", "flashdecoding"}})).paging.blockTokens == 256);
+}
+
+TEST_CASE("TGI: the launcher's attention backend by version, model and card", "[engines][tgi]")
+{
+    const ProfileSet set = builtin();
+    const auto blockOf = [&](const std::string& engine, const Architecture& arch, const std::string& cardId = "") {
+        PlanRequest r = request(set, engine, {}, arch);
+        if (!cardId.empty())
+            r.card.id = cardId;
+        return plan(r).paging.blockTokens;
+    };
+    const Architecture llama = test::llama31_8b(); // head dim 128
+    // launcher/src/main.rs resolve_attention: none up to 2.2 (paged, blocks of 16), flashinfer
+    // (BLOCK_SIZE 1, models/globals.py) from 2.3 for a head dim of 64, 128 or 256.
+    CHECK(blockOf("tgi@2.2.0", llama) == 16);
+    CHECK(blockOf("tgi@2.3.1", llama) == 1);
+    CHECK(blockOf("tgi@2.4.1", llama) == 1);
+    CHECK(blockOf("tgi@3.3.7", llama) == 1);
+    // 2.3 forces flashdecoding (256) on gemma2, falcon and deepseek_v2; 2.4 on falcon and
+    // deepseek_v2 only, and below compute capability 8.0 (a T4) the fallback is paged.
+    Architecture gemma2 = llama;
+    gemma2.family = "gemma2";
+    gemma2.headDim = 256;
+    CHECK(blockOf("tgi@2.3.1", gemma2) == 256);
+    CHECK(blockOf("tgi@2.4.1", gemma2) == 1);
+    Architecture falcon = llama;
+    falcon.family = "falcon";
+    CHECK(blockOf("tgi@2.4.1", falcon) == 256);
+    CHECK(blockOf("tgi@2.4.1", falcon, "t4") == 16);
+    // A head dim flashinfer does not take (96) falls back the same way.
+    Architecture odd = llama;
+    odd.headDim = 96;
+    CHECK(blockOf("tgi@3.3.7", odd) == 256);
+    CHECK(blockOf("tgi@2.3.1", odd) == 256);
+    // A given ATTENTION wins.
+    CHECK(plan(request(set, "tgi@2.4.1", {{"ATTENTION", "paged"}})).paging.blockTokens == 16);
+}
+
+TEST_CASE("TGI 1.x: the launcher's fixed defaults, no wiggle room up to 1.4.0, 0.95 from 1.4.1", "[engines][tgi]")
+{
+    const ProfileSet set = builtin();
+    // launcher/src/main.rs v1.0.0-v1.4.5: max_input_length 1024, max_total_tokens 2048,
+    // max_batch_prefill_tokens 4096, whatever the model's positions (131,072 here).
+    const PlanResult v14 = plan(request(set, "tgi@1.4.5"));
+    CHECK(setting(v14, "max-input-tokens") == 1024);
+    CHECK(setting(v14, "max-batch-prefill-tokens") == 4096);
+    CHECK(setting(v14, "max-total-tokens") == 2048);
+    CHECK(setting(v14, "TGI_WIGGLE_ROOM") == Approx(0.95));
+    CHECK(v14.paging.blockTokens == 16);
+    CHECK(setting(plan(request(set, "tgi@1.4.0")), "TGI_WIGGLE_ROOM") == Approx(1.0));
+    CHECK(setting(plan(request(set, "tgi@1.0.0")), "TGI_WIGGLE_ROOM") == Approx(1.0));
+    // The warm-up prefill of 4,096 tokens at max-input-length 1,024 is four requests of 1,024
+    // (router/client/src/client.rs warmup); from 1.2 each asks 2,048 - 1,024 new tokens and holds
+    // ceil((1,024 + 1,024 - 1) / 16) = 128 blocks (from_pb), 512 in all, outside the 0.95.
+    const std::uint64_t spent = v14.weightsBytes.value + totalBytes(v14.overheads).value;
+    const std::uint64_t block = 16 * v14.kvBytesPerToken.value;
+    const std::uint64_t warmup = 4 * 128 * block;
+    const auto kv14 = static_cast<std::uint64_t>(std::floor(static_cast<double>(kCard - spent - warmup) * 0.95)) + warmup;
+    CHECK(v14.kvBlocks == kv14 / block);
+    // 1.x holds the prefill_logprobs log-softmax as a second copy (to 2.3): 4 B a vocab entry.
+    CHECK(item(v14.overheads, "warmup_logits") == 4096ull * 128'256 * 4);
+    // Up to 1.4.0 no wiggle room: every free byte is KV (the warm-up blocks are in it).
+    const PlanResult v10 = plan(request(set, "tgi@1.0.0"));
+    const std::uint64_t spent10 = v10.weightsBytes.value + totalBytes(v10.overheads).value;
+    CHECK(v10.kvBlocks == (kCard - spent10) / block);
 }
 
 TEST_CASE("TGI 3.x: the launcher computes max-batch-prefill-tokens from the card and the model", "[engines][tgi]")

@@ -6,8 +6,9 @@
 //     allocator keeps reserved when free memory is read;
 //   - free = max(0, free_now - (1 - fraction) x total)   (utils/import_utils.py get_cuda_free_memory)
 //   - up to 2.4: num_blocks = int(free(CUDA_MEMORY_FRACTION) x wiggle // block_bytes) + warm-up blocks
-//     (0.95 written in the code up to 2.2; TGI_WIGGLE_ROOM 0.95 in 2.3 and 0.90 in 2.4,
-//     models/globals.py): the wiggle room is a share of the free memory after the warm-up;
+//     (no wiggle room up to 1.4.0: int(free // block_bytes), v0.9.4 to v1.4.0; 0.95 written in the
+//     code from 1.4.1 to 2.2; TGI_WIGGLE_ROOM 0.95 in 2.3 and 0.90 in 2.4, models/globals.py): the
+//     wiggle room is a share of the free memory after the warm-up;
 //   - from 3.0: num_blocks = int(free(CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM) // block_bytes) + warm-up
 //     blocks: the wiggle room is a share of the total (TGI_WIGGLE_ROOM 0.95 in 3.0, 0.93 in
 //     3.1-3.2, 0.90 from 3.3);
@@ -19,6 +20,11 @@
 //   - max batch total tokens = num_blocks x BLOCK_SIZE; BLOCK_SIZE 16 (paged attention), 256
 //     (flashdecoding), 1 (flashinfer) (models/globals.py);
 //   - CUDA graphs are captured after the blocks are allocated;
+//   - 1.x launcher defaults (launcher/src/main.rs v1.0.0 to v1.4.5, clap default_value):
+//     max-input-length 1024, max-total-tokens 2048, max-batch-prefill-tokens 4096; the 1.0-1.1
+//     warm-up requests ask 2 new tokens (warmupNewTokens);
+//   - the attention backend (the KV block size) is the launcher's resolve_attention from 2.3
+//     (defaultAttention);
 //   - 2.x launcher defaults (launcher/src/main.rs, v2.0.4 and v2.2.0): max_position_embeddings =
 //     min(the model's, 4096); max-input-tokens = that - 1; max-total-tokens = that;
 //     max-batch-prefill-tokens = max-input-tokens + 50 ("some edge ... for block_size alignment").
@@ -59,7 +65,9 @@ const std::vector<SettingSpec>& tgiSettings()
                  {"max-input-length", "MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH"}),
         makeSpec("num-shard", SettingType::Integer, "", "tensor-parallel shards; default: --tp", 1, 1024, {},
                  {"NUM_SHARD"}),
-        makeSpec("ATTENTION", SettingType::Choice, "paged", "attention backend: the KV block size (models/globals.py)",
+        makeSpec("ATTENTION", SettingType::Choice, "",
+                 "attention backend: the KV block size (models/globals.py); default: the launcher's for the version, "
+                 "the model and the card (launcher/src/main.rs resolve_attention: paged up to 2.2, flashinfer from 2.3)",
                  0, 0, {"paged", "flashinfer", "flashdecoding"}),
     };
     return specs;
@@ -236,18 +244,83 @@ Bytes tgiWarmupLogitsBytes(std::uint64_t vocab, std::uint64_t tokens, std::uint3
     return Bytes{checkedMul(checkedMul(tokens, columns, "TGI warm-up logits"), 2, "TGI warm-up logits")};
 }
 
-/// The KV blocks of the warm-up batch, in bytes (TGI 2.x). The router sends ceil(max-batch-prefill-tokens
-/// / max-input-tokens) requests, each truncated to at most max-input-tokens with max_new_tokens =
-/// max-total-tokens - truncate (router/client/src/client.rs warmup, v2.0.4), and the batch reserves
-/// ceil(max-total-tokens / BLOCK_SIZE) blocks a request (flash_causal_lm.py FlashCausalLMBatch.from_pb).
+/// TGI 1.x: the launcher's fixed defaults and the 1.x warm-up (before 2.0.0).
+bool isTgi1(const EnginePolicy& policy)
+{
+    return compareVersions(appliedEngineVersion(policy), "2.0") < 0;
+}
+
+/// The 1.x launcher's clap defaults (launcher/src/main.rs v1.0.0 to v1.4.5): max_input_length 1024,
+/// max_total_tokens 2048, max_batch_prefill_tokens 4096, whatever the model's positions.
+constexpr std::uint64_t kTgi1DefaultInputTokens = 1024;
+constexpr std::uint64_t kTgi1DefaultTotalTokens = 2048;
+
+/// The max_new_tokens of a warm-up request (router/client/src/client.rs warmup): 2 up to 1.1.1
+/// (v1.0.0, v1.1.0: `max_new_tokens: 2`), max-total-tokens - truncate from 1.2.0 (v1.2.0 to v3.3.7).
+std::uint64_t warmupNewTokens(const EnginePolicy& policy, std::uint64_t total, std::uint64_t truncate)
+{
+    if (compareVersions(appliedEngineVersion(policy), "1.2") < 0)
+        return 2;
+    return total > truncate ? total - truncate : 1;
+}
+
+/// The KV blocks of the warm-up batch (TGI 1.x and 2.x), in blocks. The router's warmup builds
+/// requests while n < max-batch-prefill-tokens: truncate = min(max-input-tokens, prefill - n),
+/// n += max-input-tokens (router/client/src/client.rs warmup, v1.0.0 to v2.4.1), and the batch
+/// reserves ceil((truncate + max_new_tokens - 1) / BLOCK_SIZE) blocks a request
+/// (flash_causal_lm.py FlashCausalLMBatch.from_pb: total_tokens = input_length + max_new_tokens - 1
+/// [+ speculative_length, 0 without --speculate], v1.0.0 to v2.4.1).
+std::uint64_t warmupBatchBlocks(const EnginePolicy& policy, std::uint64_t prefill, std::uint64_t input,
+                                std::uint64_t total, std::uint64_t block)
+{
+    block = std::max<std::uint64_t>(block, 1);
+    input = std::max<std::uint64_t>(input, 1);
+    std::uint64_t blocks = 0;
+    for (std::uint64_t n = 0; n < prefill; n += input) {
+        const std::uint64_t truncate = std::min(input, prefill - n);
+        const std::uint64_t tokens = truncate + warmupNewTokens(policy, total, truncate) - 1;
+        blocks = checkedAdd(blocks, (tokens + block - 1) / block, "TGI warm-up blocks");
+    }
+    return blocks;
+}
+
+/// The KV bytes of the warm-up batch's blocks (warmupBatchBlocks x BLOCK_SIZE x KV bytes a token).
 Bytes warmupBatchKvBytes(const EngineInputs& in)
 {
     const std::uint64_t block = std::max<std::uint64_t>(in.setup.paging.blockTokens, 1);
     const std::uint64_t total = std::max<std::uint64_t>(in.setup.contextTokens, 1);
     const std::uint64_t input = std::max<std::uint64_t>(in.settings.integer("max-input-tokens").value_or(total - 1), 1);
-    const std::uint64_t requests = (std::max<std::uint64_t>(in.setup.ubatchTokens, 1) + input - 1) / input;
-    const std::uint64_t blocks = checkedMul(requests, (total + block - 1) / block, "TGI warm-up blocks");
+    const std::uint64_t blocks =
+        warmupBatchBlocks(in.request.engine, std::max<std::uint64_t>(in.setup.ubatchTokens, 1), input, total, block);
     return in.kvBytesPerToken * checkedMul(blocks, block, "TGI warm-up blocks");
+}
+
+/// Cards of compute capability below 8.0 among the card profiles (NVIDIA's CUDA GPUs table: Tesla
+/// T4 7.5, V100 7.0); every other NVIDIA profile is Ampere or newer (8.0 and up).
+bool computeCapabilityBelow8(const Card& card)
+{
+    return card.id == "t4" || card.id.rfind("v100", 0) == 0;
+}
+
+/// The attention backend TGI's launcher picks when ATTENTION is not set (launcher/src/main.rs
+/// resolve_attention, as the server reads it in models/globals.py):
+///   - up to 2.2: paged attention (no resolve_attention; BLOCK_SIZE 16, models/globals.py v2.2.0);
+///   - 2.3: flashinfer, but flashdecoding for gemma2, falcon and deepseek_v2 and for a head dim other
+///     than 64, 128 or 256 (v2.3.0, v2.3.1);
+///   - from 2.4: flashinfer, but for falcon and deepseek_v2 and an unsupported head dim the fallback:
+///     paged below compute capability 8.0, else flashdecoding (v2.4.0 to v3.3.7).
+std::string defaultAttention(const PlanRequest& r, const Architecture& a)
+{
+    const std::string& v = appliedEngineVersion(r.engine);
+    if (compareVersions(v, "2.3") < 0)
+        return "paged";
+    const bool headDimOk = a.headDim == 64 || a.headDim == 128 || a.headDim == 256;
+    const bool forced = a.family == "falcon" || a.family == "deepseek2";
+    if (compareVersions(v, "2.4") < 0)
+        return headDimOk && !forced && a.family != "gemma2" ? "flashinfer" : "flashdecoding";
+    if (headDimOk && !forced)
+        return "flashinfer";
+    return computeCapabilityBelow8(r.card) ? "paged" : "flashdecoding";
 }
 
 class TgiEngine final : public Engine {
@@ -265,10 +338,15 @@ public:
         const Architecture& arch = *r.model.architecture;
         const std::string& name = r.engine.name;
         EngineSetup setup = baseSetup(r, arch);
-        // 2.x: the launcher's own defaults from the model's positions, capped at 4,096.
-        const bool launcher2 = !wiggleOfTotal(r.engine);
-        const std::uint64_t positions =
-            launcher2 ? std::min<std::uint64_t>(arch.contextLength, kTgi2DefaultContextTokens) : std::uint64_t{arch.contextLength};
+        // 1.x: the launcher's fixed defaults; 2.x: its own defaults from the model's positions,
+        // capped at 4,096; 3.x: the positions.
+        const bool launcher1 = isTgi1(r.engine);
+        const bool launcher2 = !launcher1 && !wiggleOfTotal(r.engine);
+        std::uint64_t positions = arch.contextLength;
+        if (launcher1)
+            positions = kTgi1DefaultTotalTokens;
+        else if (launcher2)
+            positions = std::min<std::uint64_t>(arch.contextLength, kTgi2DefaultContextTokens);
         auto ctx = reconcileCount(r.contextTokens, "--context", s, "max-total-tokens", name, positions);
         if (!ctx)
             return tl::unexpected(ctx.error());
@@ -278,11 +356,15 @@ public:
         // max-input-tokens >= max-total-tokens; a plan at a smaller --context asks for a launch that starts).
         if (!s.given("max-input-tokens") && launcher2 && setup.contextTokens > 1)
             s.setDerived(derivedInteger("max-input-tokens", std::min(positions, setup.contextTokens) - 1));
+        if (!s.given("max-input-tokens") && launcher1 && setup.contextTokens > 1)
+            s.setDerived(derivedInteger("max-input-tokens", std::min(kTgi1DefaultInputTokens, setup.contextTokens - 1)));
         if (const auto input = s.integer("max-input-tokens"); input && *input >= setup.contextTokens && s.given("max-input-tokens"))
             return tl::unexpected(name + ": max-input-tokens " + std::to_string(*input) + " must be below max-total-tokens "
                                   + std::to_string(setup.contextTokens) + " (launcher/src/main.rs refuses it)");
+        // 1.x: the profile's 4,096 (the launcher's clap default max_batch_prefill_tokens).
         std::optional<std::uint64_t> prefillDefault = r.engine.ubatchTokens;
-        if (launcher2) {
+        if (launcher1) {
+        } else if (launcher2) {
             if (const auto input = s.integer("max-input-tokens"))
                 prefillDefault = *input + kTgi2PrefillEdgeTokens;
         } else {
@@ -297,6 +379,8 @@ public:
         if (!tp)
             return tl::unexpected(tp.error());
         setup.tensorParallel = *tp;
+        if (!s.given("ATTENTION"))
+            s.setDerived(derivedChoice("ATTENTION", defaultAttention(r, arch)));
         setup.paging.blockTokens = blockSizeOf(s.text("ATTENTION").value_or("paged"));
         if (!s.find("TGI_WIGGLE_ROOM"))
             s.setDerived(derivedNumber("TGI_WIGGLE_ROOM", r.engine.memoryFraction));
