@@ -340,6 +340,10 @@ TEST_CASE("a vLLM plan of a Mamba hybrid pages the state with the attention", "[
     PlanRequest r = test::profileRequest("nemotron-h-8b", "bf16", "h100-sxm", "vllm", 1, 8192, "bf16");
     const PlanResult p = test::planOf(r);
     CHECK(p.paging.blockTokens == 528);
+    bool shown = false; // the settings line carries the block vLLM sets
+    for (const SettingValue& v : p.engineSettings)
+        shown = shown || (v.key == "block-size" && v.integer == 528);
+    CHECK(shown);
     const auto figure = [&](const char* name) {
         for (const EngineFigure& f : p.engineFigures)
             if (f.name == name)

@@ -378,10 +378,13 @@ public:
         if (!vllm::isV0(version) && vllm::hybridKvCacheManager(version) && arch.hybrid.enabled()) {
             const std::optional<KvDtype> dtype = findKvDtype(setup.kvDtypeId.empty() ? "bf16" : setup.kvDtypeId);
             const KvLayout kv = dtype ? kvLayout(arch, *dtype, setup.tensorParallel) : KvLayout{};
-            if (kv.recurrentLayers > 0 && kv.fullLayers > 0 && kv.slidingLayers == 0)
+            if (kv.recurrentLayers > 0 && kv.fullLayers > 0 && kv.slidingLayers == 0) {
                 setup.paging.blockTokens = vllm::hybridMambaBlockTokens(
                     kv.fullBytesPerToken.value / kv.fullLayers, kv.stateBytesPerSequence.value / kv.recurrentLayers,
                     setup.paging.blockTokens);
+                if (!s.given("block-size")) // the settings line shows the block vLLM sets, not the default
+                    s.setDerived(derivedInteger("block-size", setup.paging.blockTokens));
+            }
         }
         return setup;
     }
