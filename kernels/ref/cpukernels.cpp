@@ -537,52 +537,79 @@ inline void gemmTileQ(const std::uint8_t* const* rows, const std::int8_t* xq, co
             out[r][b] = hsum(acc[r][b]) - offset[r][b];
 }
 
+/// The 8 sub-block scales (bytes 0..7) and minimums (bytes 8..15) of a q4_K block's 12 packed
+/// scale bytes @p packed, as q4_KScaleMin decodes them, by ggml's word trick (utmp and kmask1..3
+/// in ggml_vec_dot_q4_K_q8_K, ggml/src/ggml-cpu/arch/x86/quants.c at ggml d99724f2).
+inline __m128i q4_KScalesMins(const std::uint8_t* packed) {
+    std::uint32_t u[4];
+    std::memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4); // minimums 4..7
+    const std::uint32_t mins03 = u[1] & 0x3f3f3f3fu;                          // minimums 0..3
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);          // scales 4..7
+    u[2] = mins03;
+    u[0] &= 0x3f3f3f3fu;                                                       // scales 0..3
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+}
+
 /// sum_k w_k x_k of a q4_K row with q8_K activations (@p xq, code sums of 16 @p sums16, one
-/// scale per 256 @p xd): per sub-block maddubs(code, x) (codes 0..15 are unsigned) times sc_j in
-/// int32, the minimums as sum_j m_j (sums16[2j] + sums16[2j+1]).
+/// scale per 256 @p xd): per sub-block j maddubs(code, x) (codes 0..15 are unsigned), madd by
+/// sc_j broadcast from one register of the 8 scales (a byte shuffle), two int32 sums; the
+/// minimums as one madd of the 8 m_j with the 8 sums of 32 activation codes (sums16 pairs added).
 inline float rowDotQ4_K(const std::uint8_t* row, const std::int8_t* xq, const std::int16_t* sums16, const float* xd,
                         std::uint32_t blocks) {
     const __m256i mask = _mm256_set1_epi8(0x0f);
+    __m256i pick[8]; // pick[j]: int16 lane j of a register in every lane
+    for (int j = 0; j < 8; ++j)
+        pick[j] = _mm256_set1_epi16(static_cast<short>(((2 * j + 1) << 8) | (2 * j)));
     __m256 acc = _mm256_setzero_ps();
-    float minimums = 0.0f;
+    __m128 accMin = _mm_setzero_ps();
     for (std::uint32_t i = 0; i < blocks; ++i) {
         const std::uint8_t* b = row + std::uint64_t{i} * fmt::kQ4_KBlockBytes;
         const std::int8_t* x = xq + std::uint64_t{i} * fmt::kQkK;
-        const std::int16_t* s16 = sums16 + std::uint64_t{i} * 16;
-        int sc[8], m[8];
-        for (std::uint32_t j = 0; j < 8; ++j)
-            fmt::q4_KScaleMin(b + fmt::kQ4_KScalesOffset, j, sc[j], m[j]);
-        __m256i sumi = _mm256_setzero_si256();
+        const __m256i both = _mm256_cvtepu8_epi16(q4_KScalesMins(b + fmt::kQ4_KScalesOffset)); // sc[0..7], m[0..7]
+        const __m256i scales = _mm256_permute2x128_si256(both, both, 0x00);
+        const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16 + std::uint64_t{i} * 16));
+        const __m128i s32 = _mm_hadd_epi16(_mm256_castsi256_si128(s16), _mm256_extracti128_si256(s16, 1));
+        const __m128i mins = _mm_madd_epi16(_mm256_extracti128_si256(both, 1), s32);
+        accMin = _mm_fmadd_ps(_mm_set1_ps(halfAt(b + 2) * xd[i]), _mm_cvtepi32_ps(mins), accMin);
+        __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
         for (std::uint32_t c = 0; c < 4; ++c) {
             const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + fmt::kQ4_KQsOffset + 32 * c));
             const __m256i lo = _mm256_and_si256(bytes, mask);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
             const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * c)));
             const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * c + 32)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p0, _mm256_set1_epi16(static_cast<short>(sc[2 * c]))));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p1, _mm256_set1_epi16(static_cast<short>(sc[2 * c + 1]))));
+            sum0 = _mm256_add_epi32(sum0, _mm256_madd_epi16(p0, _mm256_shuffle_epi8(scales, pick[2 * c])));
+            sum1 = _mm256_add_epi32(sum1, _mm256_madd_epi16(p1, _mm256_shuffle_epi8(scales, pick[2 * c + 1])));
         }
-        int sumMin = 0;
-        for (std::uint32_t j = 0; j < 8; ++j)
-            sumMin += m[j] * (s16[2 * j] + s16[2 * j + 1]);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(halfAt(b) * xd[i]), acc);
-        minimums += halfAt(b + 2) * xd[i] * static_cast<float>(sumMin);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum0, sum1)), _mm256_set1_ps(halfAt(b) * xd[i]), acc);
     }
-    return hsum(acc) - minimums;
+    __m128 m = _mm_add_ps(accMin, _mm_movehl_ps(accMin, accMin));
+    m = _mm_add_ss(m, _mm_shuffle_ps(m, m, 1));
+    return hsum(acc) - _mm_cvtss_f32(m);
 }
 
 /// sum_k w_k x_k of a q6_K row with q8_K activations: the unsigned 6-bit codes (0..63) by
-/// maddubs, times the int8 scale of each 16 by madd, minus 32 sum_g scale_g sums16[g].
+/// maddubs, times the int8 scale of each 16 by madd (the pair of scales of 32 codes picked from
+/// one register of the 16 by a dword permute and a byte shuffle), minus 32 sum_g scale_g sums16[g]
+/// (one madd of the 16 scales with the 16 code sums).
 inline float rowDotQ6_K(const std::uint8_t* row, const std::int8_t* xq, const std::int16_t* sums16, const float* xd,
                         std::uint32_t blocks) {
     const __m256i mask4 = _mm256_set1_epi8(0x0f), mask2 = _mm256_set1_epi8(0x03);
+    // int16 0 of a dword in the low 128 bits, int16 1 in the high 128 bits.
+    const __m256i pairLanes = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+                                               2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
     __m256 acc = _mm256_setzero_ps();
-    float offsets = 0.0f;
+    __m256 accOffset = _mm256_setzero_ps();
     for (std::uint32_t i = 0; i < blocks; ++i) {
         const std::uint8_t* b = row + std::uint64_t{i} * fmt::kQ6_KBlockBytes;
         const std::int8_t* x = xq + std::uint64_t{i} * fmt::kQkK;
-        const auto* scales = reinterpret_cast<const std::int8_t*>(b + fmt::kQ6_KScalesOffset);
-        __m256i sumi = _mm256_setzero_si256();
+        const __m256i scales16 =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + fmt::kQ6_KScalesOffset)));
+        const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums16 + std::uint64_t{i} * 16));
+        const float d = halfAt(b + fmt::kQ6_KDOffset) * xd[i];
+        accOffset = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * d), _mm256_cvtepi32_ps(_mm256_madd_epi16(scales16, s16)), accOffset);
+        __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
         for (std::uint32_t h = 0; h < 2; ++h) {
             const __m256i qlA = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h));
             const __m256i qlB = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h + 32));
@@ -596,19 +623,19 @@ inline float rowDotQ6_K(const std::uint8_t* row, const std::int8_t* xq, const st
             for (std::uint32_t c = 0; c < 4; ++c) {
                 const __m256i q = _mm256_or_si256(low[c], _mm256_slli_epi16(high[c], 4));
                 const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 128 * h + 32 * c));
-                const std::uint32_t g = 8 * h + 2 * c; // the scales of weights 0..15 and 16..31 of these 32
-                const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(scales[g + 1]), _mm_set1_epi16(scales[g]));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), sc));
+                // The scales of weights 0..15 and 16..31 of these 32: int16 g and g + 1 (dword 4 h + c).
+                const __m256i pair = _mm256_permutevar8x32_epi32(scales16, _mm256_set1_epi32(static_cast<int>(4 * h + c)));
+                const __m256i sc = _mm256_shuffle_epi8(pair, pairLanes);
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), sc);
+                if (c & 1u)
+                    sum1 = _mm256_add_epi32(sum1, p);
+                else
+                    sum0 = _mm256_add_epi32(sum0, p);
             }
         }
-        int offset = 0;
-        for (std::uint32_t g = 0; g < 16; ++g)
-            offset += scales[g] * sums16[std::uint64_t{i} * 16 + g];
-        const float d = halfAt(b + fmt::kQ6_KDOffset) * xd[i];
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d), acc);
-        offsets += d * static_cast<float>(32 * offset);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sum0, sum1)), _mm256_set1_ps(d), acc);
     }
-    return hsum(acc) - offsets;
+    return hsum(acc) - hsum(accOffset);
 }
 } // namespace avx2
 #pragma GCC pop_options
