@@ -548,7 +548,9 @@ inline __m128i q4_KScalesMins(const std::uint8_t* packed) {
     u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);          // scales 4..7
     u[2] = mins03;
     u[0] &= 0x3f3f3f3fu;                                                       // scales 0..3
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+    // From the four words in registers (a 16-byte load of u would wait for the four word stores:
+    // a failed store forwarding a block).
+    return _mm_set_epi32(static_cast<int>(u[3]), static_cast<int>(u[2]), static_cast<int>(u[1]), static_cast<int>(u[0]));
 }
 
 /// sum_k w_k x_k of a q4_K row with q8_K activations (@p xq, code sums of 16 @p sums16, one
