@@ -134,6 +134,11 @@ MainWindow::MainWindow(Catalog catalog, Options options, QWidget* parent)
     m_split->setStretchFactor(1, 5);
     m_split->setChildrenCollapsible(false);
     setCentralWidget(m_split);
+    // Into or out of the Probes tab: the splitter sized for it (sizeSplitter).
+    connect(detailTabs(), &QTabWidget::currentChanged, this, [this] {
+        if (m_splitSized && (detailTabs()->currentWidget() == probePanel()) != m_probeSplit)
+            sizeSplitter();
+    });
     buildMenus();
     statusBar()->showMessage(QStringLiteral("Drop a config.json, a model folder or a .gguf on the window to import it, or an engine's start-up log to compare it"));
 
@@ -542,9 +547,14 @@ void MainWindow::showEvent(QShowEvent* event)
 void MainWindow::sizeSplitter()
 {
     // The matrix gets the height of all its rows, up to 40 % of the window; the detail the rest.
+    // On the Probes tab the matrix keeps a fifth (its header and a few rows, scrolling) and the
+    // probe results table the rest (at 1280x800 it showed 3 rows beside a 40 % matrix).
     m_splitSized = true;
+    m_probeSplit = detailTabs()->currentWidget() == probePanel();
     const int total = m_split->height();
-    const int top = std::min(m_matrixPanel->preferredHeight(), total * 2 / 5);
+    int top = std::min(m_matrixPanel->preferredHeight(), total * 2 / 5);
+    if (m_probeSplit)
+        top = std::min(top, total / 5);
     m_split->setSizes({top, total - top});
 }
 

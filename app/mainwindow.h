@@ -152,6 +152,7 @@ private:
     QTimer* m_saveTimer = nullptr; ///< saves the settings shortly after a change (a killed app keeps them)
     QSplitter* m_split = nullptr;
     bool m_splitSized = false;
+    bool m_probeSplit = false; ///< the splitter was last sized for the Probes tab
 
     ModelImporter* m_importer = nullptr;
     GpuDetector* m_gpus = nullptr;

@@ -16,6 +16,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -51,7 +52,13 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
         item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
         item->setCheckState(Qt::Checked);
     }
-    m_probes->setMaximumHeight(m_probes->sizeHintForRow(0) * 4 + 8);
+    // The probes side by side on one line: the height of the tab goes to the results table.
+    m_probes->setFlow(QListView::LeftToRight);
+    m_probes->setWrapping(false);
+    m_probes->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    m_probes->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_probes->setSpacing(2);
+    m_probes->setFixedHeight(m_probes->sizeHintForRow(0) + 2 * m_probes->frameWidth() + 6);
     m_probes->setEnabled(anyUsable);
 
     m_run = new QPushButton(QStringLiteral("&Run probes"), this);
@@ -68,6 +75,7 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
     m_calibration = new QLabel(this);
     m_calibration->setWordWrap(true);
     m_calibration->setAccessibleName(QStringLiteral("Speed calibration"));
+    m_calibration->hide(); // until a timing probe calibrated the speed model
 
     // The budget caps what the probes allocate: the plan's card by default, so that a larger
     // device checks a smaller card; one above the device's free memory is refused up front.
@@ -107,26 +115,30 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
     auto* budgetLabel = new QLabel(QStringLiteral("&Budget"), this);
     budgetLabel->setBuddy(m_budget);
 
+    // Two lines of controls (device, budget, Run, Cancel; the probes and the progress), then the
+    // stage, the plan checked and the calibration, each one line where it fits; the table gets
+    // the rest of the tab (at 1280x800 9 rows, was 3: issue 12).
     auto* grid = new QGridLayout;
+    grid->setVerticalSpacing(3);
     grid->addWidget(deviceLabel, 0, 0);
     grid->addWidget(m_devices, 0, 1);
-    grid->addWidget(m_run, 0, 2);
-    grid->addWidget(m_cancel, 0, 3);
-    grid->addWidget(budgetLabel, 1, 0);
-    grid->addWidget(m_budget, 1, 1);
-    grid->addWidget(probesLabel, 2, 0, Qt::AlignTop);
-    grid->addWidget(m_probes, 2, 1);
-    auto* progressBox = new QVBoxLayout;
-    progressBox->addWidget(m_progress);
-    progressBox->addWidget(m_stage);
-    progressBox->addWidget(m_target);
-    progressBox->addWidget(m_calibration);
-    progressBox->addStretch();
-    grid->addLayout(progressBox, 1, 2, 2, 2);
-    grid->setColumnStretch(1, 1);
-    grid->setColumnStretch(2, 1);
+    grid->addWidget(budgetLabel, 0, 2);
+    grid->addWidget(m_budget, 0, 3);
+    grid->addWidget(m_run, 0, 4);
+    grid->addWidget(m_cancel, 0, 5);
+    grid->addWidget(probesLabel, 1, 0);
+    grid->addWidget(m_probes, 1, 1, 1, 3);
+    grid->addWidget(m_progress, 1, 4, 1, 2);
+    grid->setColumnStretch(1, 2);
+    grid->setColumnStretch(3, 1);
+    grid->setColumnStretch(4, 1);
+    grid->setColumnStretch(5, 1);
     auto* layout = new QVBoxLayout(this);
+    layout->setSpacing(3);
     layout->addLayout(grid);
+    layout->addWidget(m_stage);
+    layout->addWidget(m_target);
+    layout->addWidget(m_calibration);
     layout->addWidget(m_table, 1);
 
     connect(m_run, &QPushButton::clicked, this, &ProbePanel::run);
@@ -138,9 +150,17 @@ ProbePanel::ProbePanel(std::shared_ptr<ProbeBackend> backend, QWidget* parent)
             m_stage->setText(stage);
     });
     connect(m_runner, &ProbeRunner::finished, this, &ProbePanel::showFinished);
+    // A row wraps to at most three lines (the full text is the tooltip): one long limit-search
+    // note took a third of the table's height.
+    m_table->verticalHeader()->setMaximumSectionSize(3 * m_table->fontMetrics().lineSpacing() + 8);
     connect(m_results, &QAbstractItemModel::modelReset, this, [this] {
-        for (int c : {ProbeResultsModel::Predicted, ProbeResultsModel::Measured})
+        // Predicted and measured as wide as their values, up to a width that leaves the quantity
+        // and the note room to read (a long value elides; its full text is the tooltip).
+        const int cap = m_table->fontMetrics().horizontalAdvance(QStringLiteral("1,234,567,890 tokens"));
+        for (int c : {ProbeResultsModel::Predicted, ProbeResultsModel::Measured}) {
             m_table->resizeColumnToContents(c);
+            m_table->setColumnWidth(c, std::min(m_table->columnWidth(c), cap));
+        }
         m_table->resizeRowsToContents();
     });
     updateButtons();
@@ -175,6 +195,7 @@ void ProbePanel::showFinished(const std::vector<ProbeRow>& rows, bool cancelled)
                                                 "+-%2 % of the calibrated model")
                                      .arg(calibration.join(QStringLiteral(", ")))
                                      .arg(100 * kTimingTolerance, 0, 'f', 0));
+    m_calibration->setVisible(!calibration.isEmpty()); // no empty line above the table
     if (!cancelled)
         m_progress->setValue(m_progress->maximum());
     updateButtons();
@@ -192,6 +213,7 @@ void ProbePanel::setPlan(const PlanResult& plan, const PlanRequest& request)
     if (key != m_planKey && m_results->rowCount() > 0 && !m_runner->isRunning()) {
         m_results->setRows({});
         m_calibration->clear();
+        m_calibration->hide();
         m_progress->setValue(0);
         m_stage->setText(QStringLiteral("The plan changed: the earlier results were cleared"));
     }
@@ -229,6 +251,7 @@ void ProbePanel::run()
     job.budget = budgetBytes();
     m_runKey = m_planKey;
     m_calibration->clear();
+    m_calibration->hide();
     for (int i = 0; i < m_probes->count(); ++i)
         if (m_probes->item(i)->checkState() == Qt::Checked)
             job.probes << m_probes->item(i)->text();

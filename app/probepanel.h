@@ -41,6 +41,8 @@ public:
     QLabel* stageLabel() const { return m_stage; }
     QDoubleSpinBox* budgetBox() const { return m_budget; }
     QLabel* calibrationLabel() const { return m_calibration; }
+    /// The table of predicted against measured.
+    QTableView* resultsTable() const { return m_table; }
     /// The plan the probes check, if any.
     const PlanResult* plan() const { return m_job ? &m_job->plan : nullptr; }
     /// The budget of the next run: the plan's card to the byte until the user edits the box.

@@ -77,6 +77,9 @@ QVariant ProbeResultsModel::data(const QModelIndex& index, int role) const
     }
     if (role == Qt::ToolTipRole && (index.column() == Quantity || index.column() == Note))
         return index.column() == Quantity ? r.quantity : r.note;
+    // The values' columns are capped in width by the panel: their full text is the tooltip too.
+    if (role == Qt::ToolTipRole && (index.column() == Predicted || index.column() == Measured))
+        return data(index, Qt::DisplayRole);
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {

@@ -5,6 +5,9 @@
 # warm-up: field decode[0].step_ms) and in llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU ggml,
 # decode.mjs: median of RUNS runs of 15 decode steps), with one thread (both under taskset -c 0) and
 # with every thread. ratio = ggml ms / Headroom ms: above 1, Headroom is faster.
+# Not a kernel ratio: the probe's step reads the weights cold (it rewrites a flush buffer of 5x the
+# cache before each timed run) while llama.cpp's decode loop runs them warm; the kernels against
+# ggml's own kernels, same weights, one process: bench_ggml_kernels (bench_ggml_kernels.cpp).
 #
 #   bench/peer/ffn.sh [BUILD_DIR] [RUNS]     (defaults: build, 5); needs node and `npm ci` here
 set -euo pipefail

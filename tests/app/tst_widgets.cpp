@@ -47,6 +47,7 @@
 #include <QSignalSpy>
 #include <QStyle>
 #include <QSlider>
+#include <QSplitter>
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QTableView>
@@ -529,6 +530,35 @@ TEST_CASE("the probe runner reports progress, results and cancel without blockin
         CHECK(panel->resultsModel()->rowCount() == 3);
         CHECK(backend->runs == 2);
     }
+}
+
+TEST_CASE("the probes tab gives its results table room for 9 rows at 1280x800", "[probes][layout]")
+{
+    // A real CPU run of allocation, limit search and decode step prints about 25 rows; beside a
+    // 40 % matrix and four lines of controls the table showed 3 (issue 12).
+    auto backend = std::make_shared<test::FakeProbeBackend>();
+    backend->steps = 14;
+    backend->stepMs = 1;
+    MainWindow w(catalog(), testOptions(backend));
+    w.resize(1280, 800);
+    w.show();
+    REQUIRE(QTest::qWaitForWindowExposed(&w));
+    ProbePanel* panel = w.probePanel();
+    w.detailTabs()->setCurrentWidget(panel);
+    QSignalSpy finished(panel->runner(), &ProbeRunner::finished);
+    panel->run();
+    REQUIRE(finished.wait(5000));
+    QTest::qWait(50);
+    QTableView* table = panel->resultsTable();
+    int whole = 0; // rows wholly inside the viewport
+    for (int r = 0; r < table->model()->rowCount(); ++r)
+        whole += table->visualRect(table->model()->index(r, 0)).bottom() < table->viewport()->height();
+    INFO("viewport " << table->viewport()->height() << " px, " << whole << " rows shown");
+    CHECK(whole >= 9); // 9 at 1280x800 offscreen (262 px), was 3
+    // Back on the plots the matrix gets its height again.
+    const int probeTop = w.findChild<QSplitter*>(QStringLiteral("MainSplitter"))->sizes().at(0);
+    w.detailTabs()->setCurrentIndex(0);
+    CHECK(w.findChild<QSplitter*>(QStringLiteral("MainSplitter"))->sizes().at(0) > probeTop);
 }
 
 TEST_CASE("without headroom_probes the panel lists the CPU disabled", "[probes]")
