@@ -312,6 +312,19 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
                         add("--cpu-offload-gb", v.text, arg,
                             "GiB of weights per GPU in pinned host memory (" + formatBytes(Bytes{static_cast<std::uint64_t>(f.value)})
                                 + " moved, whole parameters)");
+        // The environment the plan priced, when the user chose it: the sampler path
+        // (engines/vllmmemory.h flashInferSampler) and the CUDA-graph estimate.
+        for (const SettingValue& v : plan.engineSettings) {
+            if (!v.given)
+                continue;
+            if (v.key == "VLLM_USE_FLASHINFER_SAMPLER")
+                add(v.key, v.integer != 0 ? "1" : "0", LaunchFlagKind::Environment,
+                    "the sampler's top-k/top-p path the plan priced (FlashInfer 13 B, PyTorch-native 36 B per logits entry)");
+            if (v.key == "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+                add(v.key, v.integer != 0 ? "1" : "0", LaunchFlagKind::Environment,
+                    v.integer != 0 ? "the pool is charged for the CUDA-graph estimate, as planned"
+                                   : "no CUDA-graph estimate charged to the pool, as planned");
+        }
         const auto [quantization, quantNote] = vllmQuantization(request.model, plan.formatId);
         if (!quantization.empty())
             add("--quantization", quantization, arg, quantNote);

@@ -97,7 +97,7 @@ TEST_CASE("built-in profiles load and have every required entry", "[profiles]")
     const ProfileSet set = loadBuiltin();
     CHECK(set.models.size() >= 15);
     CHECK(set.cards.size() == 39);
-    CHECK(set.engines.size() == 18); // six engines; vLLM V0 and V1 to 0.16, SGLang 0.4, TGI 1.0/1.2/1.4/2.0/2.4/3.0/3.1, TensorRT-LLM 0.x and Ollama v0.5 estimator profiles
+    CHECK(set.engines.size() == 19); // six engines; vLLM V0, V1 to 0.16 and 0.21 on, SGLang 0.4, TGI 1.0/1.2/1.4/2.0/2.4/3.0/3.1, TensorRT-LLM 0.x and Ollama v0.5 estimator profiles
 
     for (const char* id : {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b",
                            "mixtral-8x7b", "qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-32b", "gemma-2-9b", "phi-3-mini-4k",

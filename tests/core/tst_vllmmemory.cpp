@@ -359,3 +359,32 @@ TEST_CASE("a vLLM plan of a Mamba hybrid pages the state with the attention", "[
     // The state is priced: the same budget without it (every block one attention page) holds more.
     CHECK(figure("gpu_kv_cache_tokens") < static_cast<double>(p.kvBudgetBytes.value) / 16384.0);
 }
+
+TEST_CASE("vLLM's environment: the CUDA-graph estimate from v0.21, the sampler path when chosen", "[vllm]")
+{
+    // VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: off by default in v0.19 (no graph term), on from
+    // v0.21.0 (the vllm-0.21 profile's 0.84 GiB estimate); each way round when set.
+    const auto budget = [](const char* engine, std::vector<std::pair<std::string, std::string>> settings) {
+        PlanRequest r = test::profileRequest("llama-3.1-8b", "bf16", "h100-sxm", engine, 1, 8192, "bf16");
+        for (auto& s : settings)
+            r.engineSettings.push_back({s.first, s.second});
+        return test::planOf(r).kvBudgetBytes.value;
+    };
+    const std::uint64_t estimate = 901943132; // 0.84 GiB
+    CHECK(budget("vllm@0.19.0", {}) - budget("vllm@0.19.0", {{"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1"}}) == estimate);
+    CHECK(budget("vllm@0.24.0", {{"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "0"}}) - budget("vllm@0.24.0", {}) == estimate);
+    CHECK(budget("vllm@0.24.0", {{"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "0"}}) == budget("vllm@0.19.0", {}));
+    CHECK(budget("vllm@0.24.0", {{"enforce-eager", "true"}}) == budget("vllm@0.19.0", {}));
+
+    // VLLM_USE_FLASHINFER_SAMPLER: the version's default (FlashInfer from v0.17), else as set.
+    CHECK_FALSE(flashInferSampler("0.10.1", std::nullopt));
+    CHECK(flashInferSampler("0.10.1", true));
+    CHECK(flashInferSampler("0.19.0", std::nullopt));
+    CHECK_FALSE(flashInferSampler("0.19.0", false));
+    CHECK(samplerExtraBytesForPath(true) == 13);
+    CHECK(samplerExtraBytesForPath(false) == 36);
+    // 1,024 rows x 128,256 vocab x (36 - 13) B = 2.81 GiB more torch peak on the native path.
+    const std::uint64_t native = budget("vllm@0.19.0", {{"VLLM_USE_FLASHINFER_SAMPLER", "0"}});
+    const std::uint64_t flashInfer = budget("vllm@0.19.0", {});
+    CHECK(flashInfer - native == 1024ull * 128256ull * 23ull);
+}

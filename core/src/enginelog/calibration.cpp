@@ -576,48 +576,73 @@ tl::expected<LogComparison, std::string> compareWithLog(const EngineLog& log, co
     } else if (auto target = kvTarget(log)) {
         // Fit the profiled term so that the plan's pool gives the printed figure: the activation
         // peak where the engine's rule has one (vLLM, TGI, TensorRT-LLM), else the runtime term
-        // (SGLang's mem_fraction_static rule keeps everything but weights and KV in it).
-        const bool hasActivation = overhead(out.predicted, {"activation_peak"}).value > 0;
-        const double unit = unitBytes(out.predicted, target->name);
-        double act = static_cast<double>(hasActivation ? overhead(out.predicted, {"activation_peak", "logits"}).value
-                                                       : overhead(out.predicted, {"cuda_context"}).value);
-        auto requestWith = [&](double bytes) {
-            PlanRequest r = request;
-            if (hasActivation)
-                r.measured.activationPeakBytes = toBytes(bytes);
-            else
-                r.measured.runtimeBytes = toBytes(bytes);
-            return r;
+        // (SGLang's mem_fraction_static rule keeps everything but weights and KV in it). When even
+        // a zero peak leaves the plan's pool smaller than the log's, the plan's other fixed terms
+        // are larger than the engine's: the non-torch term, then the CUDA-graph charge, are fitted
+        // in turn (each only once the one before is at zero), as the log measured them.
+        struct Term {
+            const char* name;         ///< the plan's overhead item of the term
+            const char* also;         ///< a second item it covers (the logits), or null
+            std::optional<Bytes> MeasuredOverheads::*field;
         };
+        const auto termBytes = [](const PlanResult& plan, const Term& t) {
+            return t.also ? overhead(plan, {t.name, t.also}) : overhead(plan, {t.name});
+        };
+        const bool hasActivation = overhead(out.predicted, {"activation_peak"}).value > 0;
+        std::vector<Term> terms;
+        if (hasActivation) {
+            terms.push_back({"activation_peak", "logits", &MeasuredOverheads::activationPeakBytes});
+            if (overhead(out.predicted, {"non_torch"}).value > 0)
+                terms.push_back({"non_torch", nullptr, &MeasuredOverheads::runtimeBytes});
+            if (overhead(out.predicted, {"cuda_graphs"}).value > 0)
+                terms.push_back({"cuda_graphs", nullptr, &MeasuredOverheads::cudaGraphBytes});
+        } else {
+            terms.push_back({"cuda_context", nullptr, &MeasuredOverheads::runtimeBytes});
+        }
+        const double unit = unitBytes(out.predicted, target->name);
+        PlanRequest fitted = request;
         PlanResult p = out.predicted;
         bool exact = false;
         bool nothingFits = false;
-        for (int i = 0; i < 16 && unit > 0; ++i) {
-            const double want = (static_cast<double>(target->printed) + (unit > 1.0 ? 0.5 : 0.0)) * unit;
-            const double have = static_cast<double>(p.kvBudgetBytes.value);
-            act += have - want;
-            if (act < 0) {
-                if (!nothingFits)
-                    out.notes.push_back("the log's pool is larger than the plan's weights and runtime leave: the plan's weights "
-                                        "are larger than the engine's on this card; no overhead fits");
+        for (std::size_t k = 0; k < terms.size() && !exact; ++k) {
+            const Term& t = terms[k];
+            double act = static_cast<double>(termBytes(p, t).value);
+            bool negative = false;
+            PlanRequest r = fitted;
+            for (int i = 0; i < 16 && unit > 0; ++i) {
+                const double want = (static_cast<double>(target->printed) + (unit > 1.0 ? 0.5 : 0.0)) * unit;
+                const double have = static_cast<double>(p.kvBudgetBytes.value);
+                act += have - want;
+                if (act < 0) {
+                    negative = true;
+                    act = 0;
+                }
+                r = fitted;
+                r.measured.*t.field = toBytes(act);
+                auto again = makePlan(r);
+                if (!again)
+                    return tl::unexpected(again.error());
+                p = *again;
+                if (plannedKvFigure(p, target->name) == target->printed) {
+                    exact = true;
+                    break;
+                }
+                if (act == 0)
+                    break;
+            }
+            fitted = r;
+            cal.measured.*t.field = fitted.measured.*t.field;
+            if (exact || !negative)
+                break;
+            if (k + 1 == terms.size()) {
+                out.notes.push_back("the log's pool is larger than the plan's weights and runtime leave: the plan's weights "
+                                    "are larger than the engine's on this card; no overhead fits");
                 nothingFits = true;
-                act = 0;
+            } else {
+                out.notes.push_back("the log's pool is larger than a zero " + std::string(t.name) + " leaves: the plan's "
+                                    + terms[k + 1].name + " is fitted too (the log measured it smaller than the engine profile)");
             }
-            auto again = makePlan(requestWith(act));
-            if (!again)
-                return tl::unexpected(again.error());
-            p = *again;
-            if (plannedKvFigure(p, target->name) == target->printed) {
-                exact = true;
-                break;
-            }
-            if (act == 0)
-                break;
         }
-        if (hasActivation)
-            cal.measured.activationPeakBytes = toBytes(act);
-        else
-            cal.measured.runtimeBytes = toBytes(act);
         out.kvFigure = KvFigureComparison{target->name, target->printed, plannedKvFigure(out.predicted, target->name), plannedKvFigure(p, target->name)};
         if (!exact) {
             const std::uint64_t got = plannedKvFigure(p, target->name);

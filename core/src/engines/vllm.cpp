@@ -52,6 +52,12 @@ const std::vector<SettingSpec>& vllmSettings()
              "GiB of each GPU's weights kept in pinned host memory, read over PCIe every step (engines/vllmoffload.h)", 0,
              1 << 20),
         spec("enable-chunked-prefill", SettingType::Boolean, "", "prefill in chunks of max-num-batched-tokens"),
+        makeSpec("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", SettingType::Boolean, "",
+                 "environment: charge the pool for the CUDA graphs captured after it (vllm/envs.py); default: the "
+                 "version's (on from v0.21.0, off before)"),
+        makeSpec("VLLM_USE_FLASHINFER_SAMPLER", SettingType::Boolean, "",
+                 "environment: the sampler's top-k/top-p path, 1 FlashInfer (where installed), 0 PyTorch-native; default: "
+                 "the version's (FlashInfer from v0.17, native before; engines/vllmmemory.h flashInferSampler)"),
         spec("tensor-parallel-size", SettingType::Integer, "", "TP size; default: --tp", 1, 1024),
         spec("pipeline-parallel-size", SettingType::Integer, "", "PP size; default: --pp", 1, 1024),
     };
@@ -87,6 +93,12 @@ std::string gib(Bytes b)
     return buf;
 }
 
+/// The CUDA-graph estimate vLLM's profiler charges when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is
+/// on and the profile carries none (before v0.21): the median of the "Estimated CUDA graph memory:
+/// X GiB total" figures of the 59 completed v0.19.0 H100 logs of the llm-d-planner sweep
+/// (accuracy/results/v0.19.0/logs at d3121e05), 0.84 GiB; the vllm-0.21 profile carries the same.
+constexpr std::uint64_t kEstimatedGraphBytes = 901943132;
+
 /// The terms vLLM's profiler subtracts besides the weights (vllmmemory.h), each replaced by its
 /// measured figure when given: the rotary cache loaded with the model, the torch peak increase
 /// of the profile run, the non-torch memory, and the CUDA-graph pool where subtracted.
@@ -106,7 +118,8 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
     shape.tensorParallel = s.tensorParallel;
     shape.pipelineParallel = s.pipelineParallel;
     shape.activationBytes = act;
-    shape.samplerExtraBytes = vllm::samplerExtraBytesPerEntry(appliedEngineVersion(r.engine));
+    const bool flashInfer = vllm::flashInferSampler(appliedEngineVersion(r.engine), in.settings.boolean("VLLM_USE_FLASHINFER_SAMPLER"));
+    shape.samplerExtraBytes = vllm::samplerExtraBytesForPath(flashInfer);
     shape.persistentMoeWorkspace = vllm::persistentMoeWorkspace(appliedEngineVersion(r.engine));
     const vllm::ProfilePeak peak = vllm::profilePeak(in.arch, shape);
     const bool samplerBinds = peak.samplerBytes.value >= peak.forwardBytes.value;
@@ -138,10 +151,16 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
     out.push_back(item("non_torch", nonTorch, how));
 
     // CUDA graphs are captured after the KV cache is allocated; vLLM subtracts a graph estimate
-    // only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (off by default in v0.19), never
-    // with --enforce-eager.
+    // when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on (vllm/envs.py: off by default before
+    // v0.21, on from v0.21.0: the profile's cuda_graph_bytes), never with --enforce-eager.
     const bool eager = in.settings.boolean("enforce-eager").value_or(false);
-    const Bytes graphs = eager ? Bytes{} : m.cudaGraphBytes.value_or(r.engine.cudaGraphBytes);
+    const std::optional<bool> estimate = in.settings.boolean("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS");
+    Bytes estimated = r.engine.cudaGraphBytes;
+    if (estimate && !*estimate)
+        estimated = Bytes{};
+    else if (estimate && estimated.value == 0)
+        estimated = Bytes{kEstimatedGraphBytes};
+    const Bytes graphs = eager ? Bytes{} : m.cudaGraphBytes.value_or(estimated);
     if (graphs.value > 0)
         out.push_back(item("cuda_graphs", graphs, m.cudaGraphBytes ? "measured" : "engine profile"));
 }

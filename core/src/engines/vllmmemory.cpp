@@ -155,7 +155,17 @@ Bytes rotaryCacheBytes(const Architecture& a, std::uint32_t activationBytes)
 
 std::uint32_t samplerExtraBytesPerEntry(const std::string& version)
 {
-    return atLeast(version, "0.17") ? 13 : 36;
+    return samplerExtraBytesForPath(flashInferSampler(version, std::nullopt));
+}
+
+bool flashInferSampler(const std::string& version, const std::optional<bool>& setting)
+{
+    return setting.value_or(atLeast(version, "0.17"));
+}
+
+std::uint32_t samplerExtraBytesForPath(bool flashInfer)
+{
+    return flashInfer ? 13 : 36;
 }
 
 Bytes nonTorchBytes(const std::string& version, std::uint32_t tensorParallel, std::uint32_t pipelineParallel,

@@ -104,6 +104,24 @@ Bytes fusedMoeWorkspaceBytes(const Architecture& arch, std::uint64_t batchedToke
 ///   Llama-3.1-8B and v0.6.5's 1.26 GiB for Llama-3-8B too.
 std::uint32_t samplerExtraBytesPerEntry(const std::string& version);
 
+/// Whether the profile run's sampler takes FlashInfer's top-k/top-p kernel, from the
+/// environment variable VLLM_USE_FLASHINFER_SAMPLER as vllm/v1/sample/ops/topk_topp_sampler.py
+/// reads it: @p setting when given (1: FlashInfer, 0: the PyTorch-native path), else the
+/// version's default. Until PR 26859 ("Disable FlashInfer sampler by default", merged
+/// 2025-10-15) V1 took FlashInfer whenever flashinfer imported (PR 11394, Dec 2024): vLLM
+/// 0.10.1.1 prints "Using FlashInfer for top-p & top-k sampling." (topk_topp_sampler.py:50) on
+/// a machine with flashinfer-python, "FlashInfer is not available. Falling back to the
+/// PyTorch-native implementation" (:61) on one without it, so the log says which; from PR 26859
+/// it was opt-in, and PR 40376 ("Enable FlashInfer top-k/top-p sampler by default", v0.17) made
+/// it the default again. The default here is FlashInfer from v0.17 and native before
+/// (samplerExtraBytesPerEntry; the measured v0.11-v0.16 torch peaks fit the native path), and a
+/// log that prints the FlashInfer line before v0.17 is planned with the setting at 1.
+bool flashInferSampler(const std::string& version, const std::optional<bool>& setting);
+
+/// The sampler's bytes per logits entry beyond the model dtype for the path @p flashInfer takes:
+/// 13 (FlashInfer) or 36 (PyTorch-native), as samplerExtraBytesPerEntry documents.
+std::uint32_t samplerExtraBytesForPath(bool flashInfer);
+
 /// The torch peak increase of a profile run, by phase (bytes per rank).
 struct ProfilePeak {
     /// One forward pass: per token 3 x hidden + 3 x intermediate / TP elements (the residual, the
