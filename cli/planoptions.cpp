@@ -28,11 +28,14 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
     } else {
         o.models.resize(1);
         o.formats.resize(1);
-        o.cards.resize(1);
+        o.cardsAreGpus = true;
         cmd->add_option("--model,-m", o.models[0],
                         std::string("Model profile id or path (config.json, model dir, .gguf); default ") + kDefaultModel);
         cmd->add_option("--weights,-w", o.formats[0], std::string("Weight format (default: the files' format, else ") + kDefaultFormat + ")");
-        cmd->add_option("--card,-c", o.cards[0], "Card profile id or size (default rtx-4090)");
+        cmd->add_option("--card,-c", o.cards,
+                        "Card profile id or size (default rtx-4090); several (-c rtx-3090 -c rtx-3060) are the GPUs one "
+                        "model's layers are placed over, in device order (ollama, llama.cpp; --free/--used apply to each)")
+            ->expected(1, -1);
     }
     cmd->add_option("--params", o.params, "Nominal parameter count replacing the derived one (7e9, 7B)")
         ->check(CLI::Validator([](std::string& s) -> std::string {
@@ -107,6 +110,18 @@ tl::expected<PlanRequest, std::string> applyCalibration(const PlanOptions& o, co
     return sameBatch ? withCalibration(std::move(r), *c) : r;
 }
 
+/// The memory free on @p card by --free SIZE or --used SIZE (total - SIZE); none without either.
+tl::expected<std::optional<Bytes>, std::string> freeOn(const PlanOptions& o, const Card& card)
+{
+    if (o.free.empty() && o.used.empty())
+        return std::optional<Bytes>{};
+    const Bytes given = *parseSize(o.free.empty() ? o.used : o.free);
+    if (given > card.totalBytes)
+        return tl::unexpected((o.free.empty() ? "--used " + o.used : "--free " + o.free) + " (" + formatBytes(given)
+                              + ") is more than the " + formatBytes(card.totalBytes) + " of card '" + card.id + "'");
+    return std::optional<Bytes>{o.free.empty() ? saturatingSub(card.totalBytes, given) : given};
+}
+
 } // namespace
 
 tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOptions& o, const ProfileSet& profiles,
@@ -156,7 +171,20 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
             auto format = resolveFormat(f.empty() && !model->exactWeights ? std::string(kDefaultFormat) : f, *model);
             if (!format)
                 return tl::unexpected(format.error());
-            for (const std::string& c : cards) {
+            // The one-plan commands: the first card is CUDA0, the others the further GPUs.
+            std::vector<GpuDevice> moreGpus;
+            if (o.cardsAreGpus) {
+                for (std::size_t k = 1; k < cards.size(); ++k) {
+                    auto more = resolveCard(cards[k], profiles);
+                    if (!more)
+                        return tl::unexpected(more.error());
+                    auto free = freeOn(o, *more);
+                    if (!free)
+                        return tl::unexpected(free.error());
+                    moreGpus.push_back({*more, *free});
+                }
+            }
+            for (const std::string& c : o.cardsAreGpus ? std::vector<std::string>{cards.front()} : cards) {
                 auto card = resolveCard(c, profiles);
                 if (!card)
                     return tl::unexpected(card.error());
@@ -178,14 +206,11 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r.flashAttention = o.flashOn;
                 if (!o.params.empty())
                     r.nominalParameters = parseCount(o.params);
-                if (!o.free.empty() || !o.used.empty()) {
-                    const Bytes given = *parseSize(o.free.empty() ? o.used : o.free);
-                    if (given > card->totalBytes)
-                        return tl::unexpected((o.free.empty() ? "--used " + o.used : "--free " + o.free) + " ("
-                                              + formatBytes(given) + ") is more than the " + formatBytes(card->totalBytes)
-                                              + " of card '" + card->id + "'");
-                    r.freeBytes = o.free.empty() ? saturatingSub(card->totalBytes, given) : given;
-                }
+                auto free = freeOn(o, *card);
+                if (!free)
+                    return tl::unexpected(free.error());
+                r.freeBytes = *free;
+                r.moreGpus = moreGpus;
                 if (!o.hostRam.empty())
                     r.hostMemoryBytes = *parseSize(o.hostRam);
                 if (!o.hostBandwidth.empty())

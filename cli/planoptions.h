@@ -40,6 +40,9 @@ struct PlanOptions {
     std::vector<std::string> settings; ///< --set KEY=VALUE, the engine's own settings
     std::string draft;        ///< --draft MODEL: a draft model for speculative decoding, in the bill
     std::string draftWeights; ///< --draft-weights FORMAT (default: the draft's files' format, else the target's)
+    /// Set by addPlanOptions for the one-plan commands: several --card values are the GPUs of that
+    /// one plan (CUDA0, CUDA1, ... in order: PlanRequest::card and moreGpus), not a matrix.
+    bool cardsAreGpus = false;
 };
 
 /// Registers the options on @p cmd; @p multi makes --model/--weights/--card take several values.

@@ -71,6 +71,12 @@ public:
         if (m_r.pipelineParallel > m_arch.layers)
             return tl::unexpected("--pp " + std::to_string(m_r.pipelineParallel) + " exceeds the "
                                   + std::to_string(m_arch.layers) + " layers");
+        // One model's layers over several cards is a placement of Ollama's estimator and of
+        // llama.cpp's layer split; the sharding engines take identical cards through --tp/--pp.
+        if (!m_r.moreGpus.empty() && m_r.engine.kind != EngineKind::Ollama && m_r.engine.kind != EngineKind::LlamaCpp)
+            return tl::unexpected(std::to_string(m_r.moreGpus.size() + 1) + " cards: " + m_r.engine.name
+                                  + " shards a model over identical GPUs (--tp, --pp with one --card); only ollama and "
+                                    "llama.cpp place its layers over several cards");
         const Engine& engine = engineFor(m_r.engine.kind);
         auto settings = parseEngineSettings(engine.settings(), m_r.engine.settingDefaults, m_r.engineSettings,
                                             m_r.engine.name + " " + appliedEngineVersion(m_r.engine));
@@ -252,6 +258,8 @@ private:
         const EngineInputs in{m_r, m_arch, m_settings, m_setup, m_out.weightsBytes, m_out.kv, m_out.kvBytesPerToken};
         EngineBill bill = engine.bill(in);
         m_out.usableBytes = bill.usableBytes;
+        if (bill.devicesTotalBytes)
+            m_out.cardTotalBytes = *bill.devicesTotalBytes;
         m_out.overheads = std::move(bill.overheads);
         m_out.reserved = std::move(bill.reserved);
         m_out.kvBudgetBytes = bill.kvBudgetBytes;

@@ -267,9 +267,19 @@ tl::expected<EngineLogCase, std::string> loadEngineLogCase(const std::filesystem
         return tl::unexpected(fail(file, "/card", "expected \"profile\" or \"total_bytes\""));
     }
     if (card.contains("free_bytes")) {
-        if (!card.at("free_bytes").is_number_unsigned() || card.at("free_bytes").get<std::uint64_t>() == 0)
-            return tl::unexpected(fail(file, "/card/free_bytes", "expected a positive integer"));
-        c.cardFreeBytes = card.at("free_bytes").get<std::uint64_t>();
+        const json& f = card.at("free_bytes");
+        const auto positive = [](const json& v) { return v.is_number_unsigned() && v.get<std::uint64_t>() > 0; };
+        if (f.is_array()) {
+            if (f.empty() || f.size() > 16 || !std::all_of(f.begin(), f.end(), positive))
+                return tl::unexpected(fail(file, "/card/free_bytes", "expected a positive integer or a list of 1 to 16 of them"));
+            c.cardFreeBytes = f.front().get<std::uint64_t>();
+            for (std::size_t k = 1; k < f.size(); ++k)
+                c.moreGpuFreeBytes.push_back(f.at(k).get<std::uint64_t>());
+        } else {
+            if (!positive(f))
+                return tl::unexpected(fail(file, "/card/free_bytes", "expected a positive integer or a list of them"));
+            c.cardFreeBytes = f.get<std::uint64_t>();
+        }
     }
     if (card.contains("library")) {
         if (!card.at("library").is_string() || card.at("library").get<std::string>() != "cpu")
@@ -385,6 +395,8 @@ tl::expected<PlanRequest, std::string> planRequestFor(const EngineLogCase& c, co
     }
     if (c.cardFreeBytes)
         r.freeBytes = Bytes{*c.cardFreeBytes};
+    for (std::uint64_t f : c.moreGpuFreeBytes)
+        r.moreGpus.push_back({r.card, Bytes{f}}); // the same card, its own free memory
     // The profile of the case's version; a version no profile covers runs the current profile's
     // constants with the unit's rules of that version.
     auto engine = resolveEngine(c.engine + "@" + c.engineVersion, profiles);
@@ -444,6 +456,9 @@ bool isPlacementFigure(const std::string& name)
     for (const char* n : layers)
         if (name == n)
             return true;
+    // Ollama's per-GPU placement: layers.split and memory.required.allocations, one figure a GPU.
+    if (name.rfind("layers_split_", 0) == 0 || name.rfind("memory_required_allocation_", 0) == 0)
+        return true;
     // cuda0_kv_buffer_bytes, cuda1_compute_buffer_bytes, ...: one device of a split.
     return name.size() > 5 && name.rfind("cuda", 0) == 0 && std::isdigit(static_cast<unsigned char>(name[4]));
 }

@@ -45,6 +45,9 @@ struct EngineLogCase {
     std::optional<std::string> cardProfile;
     std::optional<std::uint64_t> cardTotalBytes;
     std::optional<std::uint64_t> cardFreeBytes; ///< free memory the engine measured at start (card/free_bytes)
+    /// card/free_bytes as a list: one GPU of the same card per entry (Ollama's memory.available
+    /// "[22.0 GiB 22.0 GiB ...]"); the first is cardFreeBytes, these are the further GPUs' (PlanRequest::moreGpus).
+    std::vector<std::uint64_t> moreGpuFreeBytes;
     /// card/library "cpu": the engine ran on the host (Ollama's library=cpu: discover.GetCPUInfo has
     /// no MinimumMemory, so the engine's fixed per-GPU reserve is 0); absent: a GPU.
     bool cardIsHost = false;
@@ -104,7 +107,7 @@ struct PlacementSummary {
 
 /// True for a figure that says where something lives: a layer count of a split
 /// (offloaded_layers, layers_offload) or one device's buffer (gpu_/host_ model and KV buffers,
-/// cudaN_* per-device figures).
+/// cudaN_* per-device figures, Ollama's layers_split_N and memory_required_allocation_N).
 bool isPlacementFigure(const std::string& name);
 
 /// Every case compared.

@@ -87,7 +87,7 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
     if (figure == "kv_buffer_mib")
         return engine == "ollama" && !log.find("kv_buffer") ? asPrinted("required.kv") : one(log.sumOverDevices("kv_buffer"), mib);
     if (figure == "compute_buffer_mib")
-        return engine == "ollama" && !log.find("compute_buffer") ? one(log.value("graph.full"), mib)
+        return engine == "ollama" && !log.find("compute_buffer") ? asPrinted("graph.full")
                                                                   : one(log.sumOverDevices("compute_buffer"), mib);
     // A layer split: the buffers of the GPU(s) and of the host (CPU, CPU_Mapped, CUDA_Host).
     const auto side = [&](const char* name, bool host) {
@@ -131,8 +131,23 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
         {"memory_weights_total", {"weights.total", true}},         {"memory_weights_repeating", {"weights.repeating", true}},
         {"memory_weights_nonrepeating", {"weights.nonrepeating", false}},
     };
-    if (auto it = ollamaTerms.find(figure); it != ollamaTerms.end())
-        return all(it->second.first, it->second.second ? gib : mib);
+    if (auto it = ollamaTerms.find(figure); it != ollamaTerms.end()) {
+        std::vector<double> v = all(it->second.first, it->second.second ? gib : mib);
+        for (double x : asPrinted(it->second.first)) // "1.0 GiB" of a nonrepeating layer that large
+            v.push_back(x);
+        return v;
+    }
+    // One GPU's entry of Ollama's layers.split / memory.required.allocations (layers_split_N,
+    // memory_required_allocation_N: terms of device GPUN).
+    for (const auto& [prefix, term] : {std::pair<std::string, std::string>{"layers_split_", "layers.split"},
+                                       std::pair<std::string, std::string>{"memory_required_allocation_", "required.allocations"}})
+        if (figure.rfind(prefix, 0) == 0) {
+            std::vector<double> v;
+            for (const LogTerm& t : log.terms)
+                if (t.name == term && t.device == "GPU" + figure.substr(prefix.size()))
+                    v.push_back(t.unit == LogUnit::Bytes ? t.value / gib : t.value);
+            return v;
+        }
     return all(figure.c_str(), 1.0);
 }
 

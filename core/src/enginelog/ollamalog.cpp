@@ -64,6 +64,32 @@ void readOllamaLine(Parser& p, std::string_view l)
         const std::string split = logfmt(l, "layers.split");
         if (!split.empty())
             p.setting("layers.split", split);
+        // Several GPUs (llm/memory.go): each one's layers (layers.split=11,11,...) and allocation
+        // (memory.required.allocations="[21.8 GiB 21.8 GiB ...]"), terms of device GPU0, GPU1, ...
+        // in the order the scheduler passed the GPUs.
+        const std::string allocations = logfmt(l, "memory.required.allocations");
+        if (split.find(',') != std::string::npos) {
+            std::size_t pos = 0;
+            for (int gpu = 0; pos < split.size() && gpu < 64; ++gpu) {
+                const std::size_t comma = split.find(',', pos);
+                const std::string item = split.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+                if (auto n = scanNumber(item, 0))
+                    p.term("layers.split", n->value, LogUnit::Count, n->printed, "GPU" + std::to_string(gpu));
+                if (comma == std::string::npos)
+                    break;
+                pos = comma + 1;
+            }
+            std::size_t at = allocations.starts_with("[") ? 1 : 0;
+            for (int gpu = 0; gpu < 64; ++gpu) {
+                auto a = sizeAt(allocations, at);
+                if (!a)
+                    break;
+                p.term("required.allocations", a->value, LogUnit::Bytes, a->printed, "GPU" + std::to_string(gpu));
+                at = a->end;
+                while (at < allocations.size() && allocations[at] == ' ')
+                    ++at;
+            }
+        }
     }
     if (logfmtLine && has("msg=\"starting llama server\"")) {
         p.vote("ollama", 3);

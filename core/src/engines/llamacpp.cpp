@@ -139,6 +139,11 @@ public:
             return tl::unexpected(layers.error());
         if (!s.find("fit-target"))
             s.setDerived(derivedInteger("fit-target", r.engine.fixedReserve.value / kMiB));
+        if (!r.moreGpus.empty()) {
+            auto split = tensorSplitOfCards(r, s);
+            if (!split)
+                return tl::unexpected(split.error());
+        }
         return setup;
     }
 
@@ -219,6 +224,34 @@ public:
     }
 
 private:
+    // Several cards (`-c A -c B`, PlanRequest::moreGpus): -ts names one share per card; without
+    // -ts llama.cpp splits the layers by each device's free memory ("default split, by free
+    // memory", src/llama-model.cpp load_tensors, b4462 to b8200), recorded here as the derived
+    // -ts of the cards' free MiB.
+    static tl::expected<void, std::string> tensorSplitOfCards(const PlanRequest& r, EngineSettings& s)
+    {
+        const std::size_t cards = r.moreGpus.size() + 1;
+        if (auto ts = s.text("tensor-split"); ts && !ts->empty()) {
+            auto parsed = llamacpp::parseTensorSplit(*ts);
+            if (!parsed)
+                return tl::unexpected("tensor-split: " + parsed.error());
+            if (parsed->size() != cards)
+                return tl::unexpected("tensor-split=" + *ts + " names " + std::to_string(parsed->size()) + " GPUs, the plan has "
+                                      + std::to_string(cards) + " cards (--card): give one share per card");
+            return {};
+        }
+        const auto freeOf = [](const Card& c, const std::optional<Bytes>& f) {
+            return (f ? std::min(*f, c.totalBytes) : c.totalBytes).value / kMiB;
+        };
+        std::string text = std::to_string(freeOf(r.card, r.freeBytes));
+        for (const GpuDevice& d : r.moreGpus) {
+            text += ',';
+            text += std::to_string(freeOf(d.card, d.freeBytes));
+        }
+        s.setDerived(derivedChoice("tensor-split", text));
+        return {};
+    }
+
     // The layer split (issue 11): with -ngl given, or when the whole model does not fit the
     // device, the most layers that do (what --fit does once the context is at its minimum);
     // figures offload_gpu_layers/offload_total_layers/host_*_bytes, read by the verdict

@@ -119,18 +119,20 @@ public:
         const Bytes overhead{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
         EngineBill b;
         const PlanRequest& r = in.request;
-        // The estimator places layers in memory.available, the GPU's free memory (llm/memory.go).
-        const Bytes free = legacy(e) && r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes;
-        b.usableBytes = saturatingSub(free, e.fixedReserve + overhead);
-        if (free < r.card.totalBytes)
-            b.reserved.push_back(item("other_processes", r.card.totalBytes - free, "held by other processes (--free/--used)"));
-        b.reserved.push_back(item("minimum_memory", e.fixedReserve, "Ollama MinimumMemory per CUDA GPU"));
-        if (overhead.value > 0)
-            b.reserved.push_back(item("gpu_overhead", overhead, "OLLAMA_GPU_OVERHEAD"));
         if (legacy(e)) {
+            legacyGpus(in, b);
             legacyBill(in, b); // the estimator's own terms: MinimumMemory stands for the CUDA runtime
             return b;
         }
+        const Bytes free = r.card.totalBytes;
+        b.usableBytes = saturatingSub(free, e.fixedReserve + overhead);
+        b.reserved.push_back(item("minimum_memory", e.fixedReserve, "Ollama MinimumMemory per CUDA GPU"));
+        if (overhead.value > 0)
+            b.reserved.push_back(item("gpu_overhead", overhead, "OLLAMA_GPU_OVERHEAD"));
+        if (!r.moreGpus.empty())
+            b.notes.push_back(std::to_string(r.moreGpus.size() + 1)
+                              + " cards: since v0.12.11 Ollama's llama-server places the layers with --fit; this plan "
+                                "bills the first card only");
         addRuntimeItems(in, false, b.overheads);
         llamaServerBill(in, b);
         finishBudget(in, b);
@@ -141,6 +143,81 @@ private:
     // Ollama's own estimator decided the bill before v0.12.11 (profile ollama-0.5).
     static bool legacy(const EnginePolicy& e) { return compareVersions(appliedEngineVersion(e), "0.12.11") < 0; }
 
+    // Each GPU's memory.available in device order: the card's (--free/--used, else its total),
+    // then the further cards' (PlanRequest::moreGpus).
+    static std::vector<Bytes> gpuFreeBytes(const PlanRequest& r)
+    {
+        std::vector<Bytes> out{r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes};
+        for (const GpuDevice& d : r.moreGpus)
+            out.push_back(d.freeBytes ? std::min(*d.freeBytes, d.card.totalBytes) : d.card.totalBytes);
+        return out;
+    }
+
+    static std::vector<Bytes> gpuTotalBytes(const PlanRequest& r)
+    {
+        std::vector<Bytes> out{r.card.totalBytes};
+        for (const GpuDevice& d : r.moreGpus)
+            out.push_back(d.card.totalBytes);
+        return out;
+    }
+
+    static ollama::Settings estimatorSettings(const EngineInputs& in)
+    {
+        ollama::Settings s;
+        s.numCtx = in.setup.contextTokens;
+        s.numParallel = static_cast<std::uint32_t>(std::min<std::uint64_t>(in.setup.users, 1u << 20));
+        s.flashAttention = in.setup.flashAttention;
+        s.kvCacheType = in.settings.text("OLLAMA_KV_CACHE_TYPE").value_or("f16");
+        s.version = appliedEngineVersion(in.request.engine);
+        s.gpuOverhead = Bytes{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
+        return s;
+    }
+
+    // num_gpu when asked (--offload or the setting), else -1: as many as fit.
+    static std::int64_t numGpuOf(const EngineInputs& in)
+    {
+        const std::optional<std::uint64_t> asked = in.settings.given("num_gpu") || in.request.gpuLayers
+            ? in.settings.integer("num_gpu")
+            : std::nullopt;
+        return asked ? static_cast<std::int64_t>(std::min<std::uint64_t>(*asked, 1u << 20)) : -1;
+    }
+
+    // The GPUs the scheduler gives the model (ollamamemory.h scheduleGpus), as indices in device
+    // order of gpuFreeBytes.
+    static std::vector<std::size_t> scheduledGpus(const EngineInputs& in)
+    {
+        return ollama::scheduleGpus(in.arch, in.request.format, estimatorSettings(in), gpuFreeBytes(in.request),
+                                    in.request.engine.fixedReserve, numGpuOf(in));
+    }
+
+    // usable: every scheduled GPU's memory.available less MinimumMemory and OLLAMA_GPU_OVERHEAD
+    // (the estimator keeps both on each GPU, llm/memory.go); what other processes hold is outside.
+    static void legacyGpus(const EngineInputs& in, EngineBill& b)
+    {
+        const PlanRequest& r = in.request;
+        const Bytes overhead{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
+        const std::vector<Bytes> free = gpuFreeBytes(r);
+        const std::vector<Bytes> total = gpuTotalBytes(r);
+        const std::vector<std::size_t> gpus = scheduledGpus(in);
+        Bytes held;
+        Bytes all;
+        for (std::size_t g : gpus) {
+            b.usableBytes += saturatingSub(free[g], r.engine.fixedReserve + overhead);
+            held += total[g] - free[g];
+            all += total[g];
+        }
+        if (free.size() > 1)
+            b.devicesTotalBytes = all; // the scheduled GPUs' memory (one when the model fits on one)
+        const std::uint64_t n = gpus.size();
+        const std::string each = n > 1 ? " on each of " + std::to_string(n) + " GPUs" : std::string();
+        if (held.value > 0)
+            b.reserved.push_back(item("other_processes", held, "held by other processes (--free/--used)"));
+        b.reserved.push_back(item("minimum_memory", Bytes{checkedMul(r.engine.fixedReserve.value, n, "minimum memory")},
+                                  "Ollama MinimumMemory per CUDA GPU" + each));
+        if (overhead.value > 0)
+            b.reserved.push_back(item("gpu_overhead", Bytes{checkedMul(overhead.value, n, "gpu overhead")}, "OLLAMA_GPU_OVERHEAD" + each));
+    }
+
     static std::string mib(Bytes b)
     {
         char buf[48];
@@ -150,15 +227,14 @@ private:
 
     static void legacyBill(const EngineInputs& in, EngineBill& b)
     {
-        ollama::Settings s;
-        s.numCtx = in.setup.contextTokens;
-        s.numParallel = static_cast<std::uint32_t>(std::min<std::uint64_t>(in.setup.users, 1u << 20));
-        s.flashAttention = in.setup.flashAttention;
-        s.kvCacheType = in.settings.text("OLLAMA_KV_CACHE_TYPE").value_or("f16");
-        s.version = appliedEngineVersion(in.request.engine);
-        const ollama::LegacyEstimate est = ollama::legacyEstimate(in.arch, s);
-        b.overheads.push_back(item("graph", est.graphFullBytes,
+        const ollama::Settings s = estimatorSettings(in);
+        const std::uint64_t gpus = std::max<std::size_t>(scheduledGpus(in).size(), 1);
+        ollama::LegacyEstimate est = ollama::legacyEstimate(in.arch, s);
+        if (gpus > 1) // "multigpu should always use the partial graph size" (llm/memory.go)
+            est.graphFullBytes = est.graphPartialBytes;
+        b.overheads.push_back(item("graph", Bytes{checkedMul(est.graphFullBytes.value, gpus, "graph")},
                                    "Ollama's memory.graph.full for --ctx-size " + std::to_string(est.contextTokens)
+                                       + (gpus > 1 ? " on each of " + std::to_string(gpus) + " GPUs" : std::string())
                                        + " (llm/ggml.go GraphSize, " + s.version + ")"));
         const std::string src = "llm/memory.go EstimateGPULayers, llm/ggml.go GraphSize (" + s.version + ")";
         // The vision encoder's graph sits on GPU 0 (llm/memory.go: GPU 0's overhead v0.6.0 to
@@ -166,7 +242,8 @@ private:
         if (est.projectorGraphBytes.value > 0)
             b.overheads.push_back(item("projector_graph", est.projectorGraphBytes,
                                        "Ollama's projector.graph: one image through the vision encoder (fs/ggml/ggml.go VisionGraphSize)"));
-        const Bytes projector = ollama::projectorWeightsBytes(in.arch, in.request.format);
+        // VisionGraphSize counts the gemma3/mistral3 tower from v0.6.1 (ollamamemory.h).
+        const Bytes projector = compareVersions(s.version, "0.6.1") >= 0 ? ollama::projectorWeightsBytes(in.arch, in.request.format) : Bytes{};
         if (projector.value > 0) {
             b.figures.push_back({"projector_weights_bytes", static_cast<double>(projector.value), "bytes",
                                  "projector.weights=\"" + mib(projector) + "\"", src});
@@ -180,7 +257,7 @@ private:
         b.figures.push_back({"graph_partial_bytes", static_cast<double>(est.graphPartialBytes.value), "bytes",
                              "memory.graph.partial=\"" + mib(est.graphPartialBytes) + "\"", src});
         placementFigures(in, s, b);
-        estimatorBudget(in, s, est, b);
+        estimatorBudget(in, s, est, gpus, b);
         if (est.kvCacheType != asciiLower(s.kvCacheType))
             b.notes.push_back("OLLAMA_KV_CACHE_TYPE=" + s.kvCacheType + " without flash attention: Ollama falls back to f16");
     }
@@ -195,15 +272,17 @@ private:
     // the weights are Ollama's (blk.* + output layer + v.*): a tied model's token_embd counted
     // once, an untied one's left on the host, the mm.* projector matrices not counted.
     static void estimatorBudget(const EngineInputs& in, const ollama::Settings& s, const ollama::LegacyEstimate& est,
-                                EngineBill& b)
+                                std::uint64_t gpus, EngineBill& b)
     {
         const ollama::GpuLayerEstimate e = ollama::estimateGpuLayers(in.arch, in.request.format, s, Bytes{}, Bytes{});
         const Bytes graphMax{std::max(est.graphFullBytes.value, est.graphPartialBytes.value)};
         const std::string src = "llm/memory.go EstimateGPULayers (" + s.version + ")";
+        const std::string each = gpus > 1 ? " on each of " + std::to_string(gpus) + " GPUs" : std::string();
         if (graphMax > est.graphFullBytes)
             b.overheads.push_back(item("graph_partial_margin", graphMax - est.graphFullBytes,
                                        "the estimator places a layer only where max(memory.graph.partial, full) also fits (" + src + ")"));
-        b.overheads.push_back(item("layer_buffer", e.layerBufferBytes, "layer 0's weights and kv, \"one layer worth of memory as a buffer\" (" + src + ")"));
+        b.overheads.push_back(item("layer_buffer", Bytes{checkedMul(e.layerBufferBytes.value, gpus, "layer buffer")},
+                                   "layer 0's weights and kv, \"one layer worth of memory as a buffer\"" + each + " (" + src + ")"));
         const Bytes planned = kvBytes(in.kv, in.setup.users, in.setup.contextTokens, in.setup.paging, in.setup.ubatchTokens);
         if (est.kvBytes > planned)
             b.overheads.push_back(item("kv_estimate_excess", est.kvBytes - planned,
@@ -221,20 +300,39 @@ private:
     static void placementFigures(const EngineInputs& in, const ollama::Settings& s, EngineBill& b)
     {
         const PlanRequest& r = in.request;
-        ollama::Settings settings = s;
-        settings.gpuOverhead = Bytes{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
-        const Bytes free = r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes;
-        const std::optional<std::uint64_t> asked = in.settings.given("num_gpu") || r.gpuLayers ? in.settings.integer("num_gpu")
-                                                                                              : std::nullopt;
-        const ollama::GpuLayerEstimate e = ollama::estimateGpuLayers(
-            in.arch, r.format, settings, free, r.engine.fixedReserve,
-            asked ? static_cast<std::int64_t>(std::min<std::uint64_t>(*asked, 1u << 20)) : -1);
+        const std::vector<Bytes> all = gpuFreeBytes(r);
+        const std::vector<std::size_t> gpus = scheduledGpus(in);
+        std::vector<Bytes> free;
+        for (std::size_t g : gpus)
+            free.push_back(all[g]);
+        const ollama::GpuLayerEstimate e = ollama::estimateGpuLayers(in.arch, r.format, s, free, r.engine.fixedReserve, numGpuOf(in));
         const std::string src = "llm/memory.go EstimateGPULayers (" + s.version + ")";
         const auto gib = [](Bytes x) {
             char buf[48];
             std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(x.value) / static_cast<double>(kGiB));
             return std::string(buf);
         };
+        if (all.size() > 1) {
+            // layers.split and memory.required.allocations, one figure a GPU in the order the
+            // scheduler passed them (server/sched.go); the note names the cards.
+            std::string split;
+            std::string allocations;
+            std::string cards;
+            for (std::size_t k = 0; k < gpus.size(); ++k) {
+                const std::string n = std::to_string(k);
+                b.figures.push_back({"layers_split_" + n, static_cast<double>(e.gpuLayers[k]), "layers",
+                                     "layers.split: GPU " + n + " " + std::to_string(e.gpuLayers[k]) + " layers", src});
+                b.figures.push_back({"memory_required_allocation_" + n, static_cast<double>(e.gpuAllocationBytes[k].value),
+                                     "bytes", "memory.required.allocations: GPU " + n + " " + gib(e.gpuAllocationBytes[k]), src});
+                split += (k ? "," : "") + std::to_string(e.gpuLayers[k]);
+                allocations += (k ? " " : "") + gib(e.gpuAllocationBytes[k]);
+                cards += (k ? ", " : "") + (gpus[k] == 0 ? r.card.id : r.moreGpus[gpus[k] - 1].card.id) + " "
+                         + gib(free[k]) + " free";
+            }
+            b.notes.push_back("Ollama over " + std::to_string(gpus.size()) + " of " + std::to_string(all.size())
+                              + " GPUs (" + cards + "): layers.split=" + split + " memory.required.allocations=\"["
+                              + allocations + "]\" (" + src + ", server/sched.go)");
+        }
         b.figures.push_back({"layers_offload", static_cast<double>(e.layers), "layers",
                              "layers.offload=" + std::to_string(e.layers), src});
         b.figures.push_back({"memory_required_partial_bytes", static_cast<double>(e.requiredPartialBytes.value), "bytes",

@@ -4,6 +4,7 @@
 #include "headroom/core/parameters.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace headroom::ollama {
 
@@ -103,7 +104,9 @@ LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& s)
         // kv / BlockCount for every layer (llm/memory.go before v0.6.3).
         out.kvPerLayerBytes.assign(arch.layers, Bytes{out.kvBytes.value / std::max<std::uint32_t>(arch.layers, 1)});
     }
-    out.projectorGraphBytes = visionGraphBytes(arch.vision);
+    // VisionGraphSize counts gemma3's and mistral3's towers from v0.6.1 (PR 9703; v0.6.0: mllama only).
+    if (since(s.version, "0.6.1"))
+        out.projectorGraphBytes = visionGraphBytes(arch.vision);
     const std::uint64_t kv = out.kvBytes.value;
 
     std::uint64_t full = 0;
@@ -151,10 +154,20 @@ LegacyEstimate legacyEstimate(const Architecture& arch, const Settings& s)
 GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat& format, const Settings& settings,
                                    Bytes freeBytes, Bytes minimumBytes, std::int64_t numGpu)
 {
+    return estimateGpuLayers(arch, format, settings, std::vector<Bytes>{freeBytes}, minimumBytes, numGpu);
+}
+
+GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat& format, const Settings& settings,
+                                   const std::vector<Bytes>& freeBytes, Bytes minimumBytes, std::int64_t numGpu)
+{
     GpuLayerEstimate out;
     out.estimate = legacyEstimate(arch, settings);
     out.modelLayers = arch.layers + 1;
     const std::string& version = settings.version;
+    const std::size_t gpus = std::max<std::size_t>(freeBytes.size(), 1);
+    // "multigpu should always use the partial graph size" (llm/memory.go, v0.2 to v0.12).
+    if (gpus > 1)
+        out.estimate.graphFullBytes = out.estimate.graphPartialBytes;
     std::vector<std::uint64_t> blockBytes(arch.layers, 0);
     std::uint64_t outputNorm = 0;
     std::uint64_t output = 0;
@@ -173,6 +186,10 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
         else if (t.role == TensorRole::Norm || t.role == TensorRole::Bias)
             outputNorm += b;
     }
+    // VisionGraphSize counts only mllama's tower in v0.6.0; gemma3's from v0.6.1 (PR 9703,
+    // fs/ggml/ggml.go "count gemma3 vision tensors").
+    if (!since(version, "0.6.1"))
+        projector = 0;
     const std::vector<Bytes>& kv = out.estimate.kvPerLayerBytes;
     const auto layerCost = [&](std::uint32_t i) { return blockBytes[i] + (i < kv.size() ? kv[i].value : 0); };
     // llm/memory.go: output_norm + (output, else token_embd when the model ties them).
@@ -183,9 +200,13 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
     // engine's projector goes with the output layer (ollamaEngineProjectorWeights/Graph).
     const bool projectorWithOutput = since(version, "0.7.1");
     const std::uint64_t gpuZeroOverhead = projectorWithOutput ? 0 : projectorBytes;
-    const std::uint64_t graph = std::max(out.estimate.graphFullBytes.value, out.estimate.graphPartialBytes.value);
+    const std::uint64_t graphFull = out.estimate.graphFullBytes.value;
+    const std::uint64_t graphPartial = out.estimate.graphPartialBytes.value;
+    const std::uint64_t graph = std::max(graphFull, graphPartial);
     const std::uint64_t overhead = settings.gpuOverhead.value;
-    const std::uint64_t free = freeBytes.value;
+    std::vector<std::uint64_t> free(gpus, 0);
+    for (std::size_t g = 0; g < freeBytes.size(); ++g)
+        free[g] = freeBytes[g].value;
     std::uint64_t layerSize = arch.layers > 0 ? layerCost(0) : 0;
     out.layerBufferBytes = Bytes{layerSize};
     std::uint64_t blocks = 0;
@@ -193,8 +214,37 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
         blocks += b;
     out.gpuWeightsBytes = Bytes{blocks + outputLayer + projector};
 
-    bool gpuUsable = free >= overhead + gpuZeroOverhead + graph + minimumBytes.value + 2 * layerSize;
-    std::uint64_t allocation = gpuUsable ? minimumBytes.value + layerSize + gpuZeroOverhead : 0;
+    // gpusWithSpace: a GPU takes layers only when it holds the overhead, the larger graph,
+    // MinimumMemory, the buffer layer and one more layer (+ the projector on the first such GPU);
+    // each starts its allocation at MinimumMemory + the buffer layer.
+    std::vector<std::uint64_t> allocation(gpus, 0);
+    std::vector<std::uint32_t> counts(gpus, 0);
+    std::vector<std::size_t> withSpace;
+    for (std::size_t g = 0; g < gpus; ++g) {
+        const std::uint64_t gzo = withSpace.empty() ? gpuZeroOverhead : 0;
+        if (free[g] < overhead + gzo + graph + minimumBytes.value + 2 * layerSize)
+            continue;
+        withSpace.push_back(g);
+        allocation[g] += minimumBytes.value + layerSize;
+    }
+    if (!withSpace.empty())
+        allocation[withSpace.front()] += gpuZeroOverhead;
+    // Try the layer on withSpace[i % j] for j = |withSpace| down to 1, removing each GPU it misses
+    // (the round robin over the GPUs with space: layer i's index, not the count placed).
+    const auto place = [&](std::uint64_t index, std::uint64_t size, bool dropMisses) {
+        for (std::size_t j = withSpace.size(); j > 0; --j) {
+            const std::size_t at = static_cast<std::size_t>(index % j);
+            const std::size_t g = withSpace[at];
+            if (free[g] > overhead + allocation[g] + graph + size) {
+                allocation[g] += size;
+                ++counts[g];
+                return true;
+            }
+            if (dropMisses)
+                withSpace.erase(withSpace.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        return false;
+    };
     std::uint64_t overflow = 0;
     std::uint32_t count = 0;
     std::uint64_t repeating = 0;
@@ -208,39 +258,87 @@ GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat&
                 overflow += layerSize;
             continue;
         }
-        if (gpuUsable && free > overhead + allocation + graph + layerSize) {
-            allocation += layerSize;
+        if (place(i, layerSize, true))
             ++count;
-        } else {
-            gpuUsable = false; // the GPU leaves gpusWithSpace
-            if (fromLast)
-                overflow += layerSize;
-        }
+        if (fromLast && withSpace.empty())
+            overflow += layerSize;
     }
     bool fullyLoaded = count >= arch.layers;
     if (!fullyLoaded && !fromLast)
         overflow += static_cast<std::uint64_t>(arch.layers - count) * layerSize; // the last layer's size, as Ollama sums it
     const std::uint64_t lastLayer = outputLayer + (projectorWithOutput ? projectorBytes : 0);
     // Before v0.7.1 the output layer is only counted as missing when it was tried (num_gpu not
-    // reached); from v0.7.1 whenever it is not on the GPU.
+    // reached); from v0.7.1 whenever it is not on the GPU. Its GPU is withSpace[count % j], none
+    // dropped.
     const bool tried = numGpu < 0 || count < numGpu;
-    if (lastLayer > 0 && tried && gpuUsable && free > overhead + allocation + graph + lastLayer) {
-        allocation += lastLayer;
+    if (lastLayer > 0 && tried && place(count, lastLayer, false))
         ++count;
-    }
     if (lastLayer > 0 && (tried || projectorWithOutput) && count < arch.layers + 1) {
         fullyLoaded = false;
         overflow += lastLayer;
     }
-    if (count > 0)
-        allocation += fullyLoaded ? out.estimate.graphFullBytes.value : out.estimate.graphPartialBytes.value;
+    std::uint64_t total = 0;
+    for (std::size_t g = 0; g < gpus; ++g) {
+        if (counts[g] > 0)
+            allocation[g] += fullyLoaded ? graphFull : graphPartial;
+        total += allocation[g];
+        out.gpuLayers.push_back(counts[g]);
+        out.gpuAllocationBytes.push_back(Bytes{allocation[g]});
+    }
     out.layers = count;
-    out.allocationBytes = Bytes{allocation};
-    out.requiredPartialBytes = Bytes{allocation};
-    out.requiredFullBytes = Bytes{allocation + overflow};
+    out.allocationBytes = Bytes{total};
+    out.requiredPartialBytes = Bytes{total};
+    out.requiredFullBytes = Bytes{total + overflow};
     out.weightsTotalBytes = Bytes{repeating + (since(version, "0.6.3") ? outputLayer : 0)};
     out.weightsRepeatingBytes = Bytes{since(version, "0.6.1") ? repeating : (repeating > outputLayer ? repeating - outputLayer : 0)};
     return out;
+}
+
+namespace {
+
+/// PredictServerFit (llm/memory.go): every layer and the output layer placed (num_gpu < 0), or
+/// at least num_gpu layers.
+bool fitsFully(const GpuLayerEstimate& e, std::int64_t numGpu)
+{
+    if (e.layers == 0)
+        return false;
+    return numGpu < 0 ? e.layers >= e.modelLayers : static_cast<std::int64_t>(e.layers) >= numGpu;
+}
+
+} // namespace
+
+std::vector<std::size_t> scheduleGpus(const Architecture& arch, const WeightFormat& format, const Settings& settings,
+                                      const std::vector<Bytes>& freeBytes, Bytes minimumBytes, std::int64_t numGpu)
+{
+    std::vector<std::size_t> given(freeBytes.size());
+    for (std::size_t g = 0; g < given.size(); ++g)
+        given[g] = g;
+    if (given.size() < 2)
+        return given;
+    // sort.Sort(sort.Reverse(ByFreeMemory)): Go's sort of so few elements is an insertion sort,
+    // stable, so equal cards keep their order.
+    std::vector<std::size_t> sorted = given;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t a, std::size_t b) { return freeBytes[a] > freeBytes[b]; });
+    const auto fits = [&](const std::vector<std::size_t>& subset) {
+        std::vector<Bytes> free;
+        for (std::size_t g : subset)
+            free.push_back(freeBytes[g]);
+        return fitsFully(estimateGpuLayers(arch, format, settings, free, minimumBytes, numGpu), numGpu);
+    };
+    if (since(settings.version, "0.12.0")) {
+        for (std::size_t n = 1; n <= sorted.size(); ++n) {
+            const std::vector<std::size_t> subset(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(n));
+            if (fits(subset))
+                return subset;
+        }
+        return given;
+    }
+    for (std::size_t g : sorted)
+        if (fits({g}))
+            return {g};
+    if (fits(sorted))
+        return sorted;
+    return given;
 }
 
 } // namespace headroom::ollama

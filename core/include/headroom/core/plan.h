@@ -41,6 +41,13 @@ struct DraftRequest {
     WeightFormat format;
 };
 
+/// A further GPU of a plan that places one model over several cards (`-c rtx-3090 -c rtx-3060`):
+/// its card and the memory free on it now.
+struct GpuDevice {
+    Card card;
+    std::optional<Bytes> freeBytes; ///< free now (`--free`/`--used`); absent: the card total
+};
+
 /// What to plan.
 struct PlanRequest {
     ModelProfile model;
@@ -59,6 +66,11 @@ struct PlanRequest {
     /// other processes). Engines that size from free memory (llama.cpp --fit, Ollama's
     /// memory.available) start from it; absent: the card total. Never more than the total.
     std::optional<Bytes> freeBytes;
+    /// The GPUs after `card` (CUDA1, CUDA2, ... in device order) when the engine places one model's
+    /// layers over several cards (Ollama's estimator: layers.split; llama.cpp --tensor-split);
+    /// empty: one GPU. Engines that shard over identical cards instead (--tp/--pp: vLLM, SGLang,
+    /// TGI, TensorRT-LLM) refuse it (makePlan).
+    std::vector<GpuDevice> moreGpus;
     /// Layers on the GPU (`--offload`): absent = the engine's own placement (llama.cpp --fit, Ollama's
     /// estimator: all that fit); 0 = none (everything in host memory); N = N layers counted as
     /// llama.cpp's -ngl counts them (output layer included). Engines that keep every layer on the GPU

@@ -29,6 +29,10 @@ struct EngineFigure {
 /// An engine's bill of one device.
 struct EngineBill {
     Bytes usableBytes;                      ///< what the engine allows for weights + overheads + KV
+    /// The memory of every GPU the bill spans when the engine places one model over several cards
+    /// (Ollama's scheduled GPUs, PlanRequest::moreGpus): the plan's card total, so that the total
+    /// less the reserved items is the usable; absent: the card's total.
+    std::optional<Bytes> devicesTotalBytes;
     std::vector<OverheadItem> overheads;    ///< priced inside usable
     std::vector<OverheadItem> reserved;     ///< kept outside usable
     Bytes kvBudgetBytes;                    ///< usable - weights - overheads (0 when negative)

@@ -109,7 +109,13 @@ struct GpuLayerEstimate {
     /// the v.* projector (token_embd only where it is the tied output; the mm.* matrices never).
     Bytes gpuWeightsBytes;
     Bytes layerBufferBytes;          ///< layer 0's blk.0 + its kv, allocated first "as a buffer"
-    LegacyEstimate estimate;         ///< kv and graphs
+    /// layers.split: the layers each GPU took, in the order the GPUs were given (the output layer
+    /// counts on its GPU); one entry on one GPU.
+    std::vector<std::uint32_t> gpuLayers;
+    /// memory.required.allocations: each GPU's allocation in the same order (MinimumMemory + the
+    /// buffer layer + its layers + its graph; a GPU without space for two layers 0).
+    std::vector<Bytes> gpuAllocationBytes;
+    LegacyEstimate estimate;         ///< kv and graphs (on several GPUs graph.full = graph.partial)
 };
 
 /// The placement on a GPU with @p freeBytes free (memory.available), @p minimumBytes of
@@ -117,5 +123,36 @@ struct GpuLayerEstimate {
 /// (num_gpu; negative = as many as fit).
 GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat& format, const Settings& settings,
                                    Bytes freeBytes, Bytes minimumBytes, std::int64_t numGpu = -1);
+
+/// The placement over several GPUs of one library, @p freeBytes each GPU's memory.available in
+/// the order the scheduler passes them (llm/memory.go EstimateGPULayers, v0.5.11 and v0.9.2, the
+/// same per-GPU loop from v0.2 to v0.12):
+///  - with more than one GPU the full graph is the partial one ("multigpu should always use the
+///    partial graph size");
+///  - gpusWithSpace: the GPUs, in order, whose free memory holds overhead + max(graph) +
+///    MinimumMemory + 2 x layer 0 (+ the projector on the first of them, v0.6.1 to v0.7.0); each
+///    starts at MinimumMemory + layer 0, the first also takes the projector;
+///  - layer i (from the first before v0.7.0, from the last after) goes to gpusWithSpace[i % j] for
+///    j = |gpusWithSpace| down to 1, each GPU it does not fit (free > overhead + allocation +
+///    max(graph) + layer) leaving gpusWithSpace; the output layer goes to
+///    gpusWithSpace[layers placed % j], none leaving;
+///  - every GPU with a layer adds the full graph when everything went, else the partial one.
+/// memory.required.partial is the sum of the allocations; layers.split is gpuLayers. VisionGraphSize
+/// counts gemma3's v.* tower from v0.6.1 (PR 9703) only: in v0.6.0 the projector is 0.
+/// An empty @p freeBytes is one GPU with nothing free.
+GpuLayerEstimate estimateGpuLayers(const Architecture& arch, const WeightFormat& format, const Settings& settings,
+                                   const std::vector<Bytes>& freeBytes, Bytes minimumBytes, std::int64_t numGpu = -1);
+
+/// The GPUs Ollama's scheduler gives one model, as indices into @p freeBytes in the order it
+/// passes them to the estimator (server/sched.go pickBestFullFitByLibrary and
+/// pickBestPartialFitByLibrary, v0.5.11; llm/memory.go from v0.12.0), OLLAMA_SCHED_SPREAD off:
+///  - before v0.12.0: the first GPU, by free memory descending, on which the whole model fits
+///    alone; else all of them by free memory descending if the model fits on them;
+///  - from v0.12.0: the fewest GPUs, by free memory descending, on which it fits;
+///  - when it fits on none: every GPU in the order given (a partial offload over all of them).
+/// "Fits": every layer and the output layer placed, or num_gpu layers when @p numGpu >= 0
+/// (PredictServerFit). One GPU: {0}.
+std::vector<std::size_t> scheduleGpus(const Architecture& arch, const WeightFormat& format, const Settings& settings,
+                                      const std::vector<Bytes>& freeBytes, Bytes minimumBytes, std::int64_t numGpu = -1);
 
 } // namespace headroom::ollama
