@@ -6,6 +6,7 @@
 
 #include "headroom/core/enginerules.h"
 #include "headroom/core/planjson.h"
+#include "headroom/core/splitbill.h"
 
 #include <algorithm>
 #include <iostream>
@@ -43,6 +44,39 @@ void printBill(const PlanResult& p, std::ostream& out)
         row("  " + o.name, o.bytes, o.note);
     row("  KV cache budget", p.kvBudgetBytes, formatThousands(p.kvBytesPerToken.value) + " B/token");
     t.print(out, "  ");
+}
+
+// A layer split (splitbill.h, core's one list of terms): the GPU's side, then the host's, each
+// with its own total; the card's KV budget does not apply to it (the weights do not fit whole).
+// Ollama prints no per-device buffers: its GPU side is the plan's own bill, printed before.
+void printSplitBill(const PlanResult& p, const SplitBill& split, std::ostream& out)
+{
+    TextTable t;
+    t.addColumn("memory");
+    t.addColumn("bytes", Align::Right);
+    t.addColumn("size", Align::Right);
+    t.addColumn("how");
+    const auto row = [&](const std::string& name, Bytes b, const std::string& how) {
+        t.addRow({name, formatThousands(b.value), formatBytes(b), how});
+    };
+    const std::string layers = formatThousands(split.gpuLayers) + " of " + formatThousands(split.totalLayers) + " layers";
+    if (!split.gpu.empty()) {
+        t.addRow({"GPU side", "", "", layers + " on the GPU (-ngl " + std::to_string(split.gpuLayers) + ")"});
+        row("card total", p.cardTotalBytes, "driver-reported total");
+        for (const OverheadItem& r : p.reserved)
+            row("- " + r.name, r.bytes, r.note);
+        row("= usable", p.usableBytes, "");
+        for (const SplitBillItem& i : split.gpu)
+            row("  " + i.label, i.bytes, i.note);
+        row("= on the GPU", split.gpuBytes(), "of the usable " + formatBytes(p.usableBytes));
+    }
+    t.addRow({"host side", "", "", split.gpu.empty() ? layers + " on the GPU, the rest in host memory" : "host memory (RAM)"});
+    for (const SplitBillItem& i : split.host)
+        row("  " + i.label, i.bytes, i.note);
+    row("= in host memory", split.hostBytes(), "what --host-ram is checked against");
+    t.print(out, "  ");
+    for (const std::string& line : wrapText(split.hostWeightsNote, 96)) // at most 100 columns, as the plan
+        out << "  " << line << '\n';
 }
 
 void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
@@ -90,7 +124,11 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
             out << "  warning: " << w << '\n';
         return;
     }
-    printBill(p, out);
+    const SplitBill split = splitBill(p);
+    if (!split.layerSplit || split.gpu.empty())
+        printBill(p, out);
+    if (split.layerSplit)
+        printSplitBill(p, split, out);
     out << '\n';
     TextTable cap;
     cap.addColumn("capacity");

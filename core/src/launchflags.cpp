@@ -3,6 +3,7 @@
 
 #include "headroom/core/capacity.h"
 #include "headroom/core/enginerules.h"
+#include "headroom/core/splitbill.h"
 
 #include <algorithm>
 #include <cctype>
@@ -63,14 +64,31 @@ std::string modelArgument(const ModelProfile& model, bool wantGguf)
     return "$MODEL";
 }
 
-/// A word of the command line: $MODEL stays a variable to expand, anything else is quoted.
-std::string shellWord(const std::string& s) { return s == "$MODEL" || s == "$DRAFT_MODEL" ? s : shellQuote(s); }
+/// vLLM's --speculative-config of a draft with no path or Hub id: the JSON names the placeholder.
+constexpr const char* kDraftPlaceholder = "$DRAFT_MODEL";
+
+/// A word of the command line: $MODEL and $DRAFT_MODEL stay variables to expand, anything else is
+/// quoted. A word that holds the placeholder inside it (vLLM's --speculative-config JSON, made
+/// with draftArgument) is quoted around it and the variable left in double quotes, so that the
+/// shell expands it: '{"model": "'"$DRAFT_MODEL"'", ...}' (before, the whole JSON went into single
+/// quotes and vLLM got the text $DRAFT_MODEL). Only the placeholder draftArgument writes, at the
+/// position it writes it (the JSON's first string), is left to expand: a path holding the same
+/// characters is written by draftArgument as itself and quoted whole.
+std::string shellWord(const std::string& s)
+{
+    if (s == "$MODEL" || s == kDraftPlaceholder)
+        return s;
+    const std::string head = std::string("{\"model\": \"") + kDraftPlaceholder + "\"";
+    if (s.rfind(head, 0) == 0)
+        return shellQuote("{\"model\": \"") + "\"" + kDraftPlaceholder + "\"" + shellQuote(s.substr(head.size() - 1));
+    return shellQuote(s);
+}
 
 // The draft model's argument: its path or Hub id, else the placeholder $DRAFT_MODEL.
 std::string draftArgument(const ModelProfile& model, bool wantGguf)
 {
     const std::string a = modelArgument(model, wantGguf);
-    return a == "$MODEL" ? std::string("$DRAFT_MODEL") : a;
+    return a == "$MODEL" ? std::string(kDraftPlaceholder) : a;
 }
 
 /// @p s as the body of a JSON string (no quotes around it): '"' and '\' backslashed, bytes below
@@ -246,6 +264,10 @@ std::uint64_t mostContextTokens(const PlanResult& plan, std::uint64_t users)
 {
     if (plan.maxContext)
         return *plan.maxContext;
+    // A layer split holds the context the engine placed it for in each sequence (splitbill.h), not
+    // what the card's pool (empty: the weights do not fit it whole) would give.
+    if (const SplitBill split = splitBill(plan); split.layerSplit)
+        return split.contextTokensPerSequence;
     std::uint64_t most = users == 1 ? plan.maxResidentTokens : maxContextTokens(plan.pool(), users);
     if (plan.modelContextTokens > 0)
         most = std::min(most, plan.modelContextTokens);

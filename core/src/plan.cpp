@@ -3,6 +3,8 @@
 #include "headroom/core/engines/engine.h"
 #include "headroom/core/enginerules.h"
 #include "headroom/core/parameters.h"
+#include "headroom/core/speed/hostbandwidth.h"
+#include "headroom/core/splitbill.h"
 
 #include "sharding.h"
 
@@ -311,10 +313,25 @@ private:
         }
         if (m_weightsFit)
             m_out.frontier = frontier(pool, m_out.modelContextTokens);
+        splitCapacity();
         m_out.verdict = decideVerdict(verdictQuestion(), m_out);
         m_out.fits = m_out.verdict.fits();
         m_out.reason = m_out.verdict.reason;
         estimateSpeed();
+    }
+
+    // A layer split (splitbill.h): the card's pool is not what holds the KV (the weights do not
+    // fit it whole); the split's own cells are, the context per sequence the engine placed it for
+    // in every sequence. Its max resident tokens and, users asked, its max context are those, so
+    // that `plan`, `flags`, the reports and the app print the same figures as the verdict.
+    void splitCapacity()
+    {
+        const SplitBill split = splitBill(m_out);
+        if (!split.layerSplit)
+            return;
+        m_out.maxResidentTokens = split.residentTokens;
+        if (m_setup.usersAsked)
+            m_out.maxContext = split.contextTokensPerSequence; // the verdict's headline (verdict.cpp)
     }
 
     // The request as the verdict reads it: the question asked in either spelling (--context or
@@ -437,11 +454,12 @@ private:
         m_out.speed->decodeTokensPerSecond = d.speed.tokensPerSecond;
         m_out.speed->split = d;
         splitBatchFigures(gpu, host, crossings, activation);
-        char line[200];
+        char line[240];
         std::snprintf(line, sizeof line,
-                      "split speed: %u of %u layers on the GPU: about %.1f tokens/s (GPU %.1f ms, host %.1f ms at %.1f GB/s%s, link %.2f ms a token)",
-                      d.gpuLayers, d.totalLayers, d.speed.tokensPerSecond, d.speed.gpuMs, d.speed.hostMs, d.hostBandwidthGBps,
-                      d.hostBandwidthAssumed ? " assumed: dual-channel DDR5-5600, --host-bandwidth to set" : "", d.speed.linkMs);
+                      "split speed: %u of %u layers on the GPU: about %.1f tokens/s (GPU %.1f ms, host %.1f ms at %s%s, link %.2f ms a token)",
+                      d.gpuLayers, d.totalLayers, d.speed.tokensPerSecond, d.speed.gpuMs, d.speed.hostMs,
+                      hostBandwidthText(m_r.hostBandwidthGBps).c_str(), d.hostBandwidthAssumed ? ", --host-bandwidth to set" : "",
+                      d.speed.linkMs);
         m_out.notes.push_back(line);
     }
 

@@ -2,6 +2,8 @@
 
 #include "planjson.h"
 
+#include "headroom/core/splitbill.h"
+
 namespace headroom {
 
 namespace {
@@ -11,6 +13,14 @@ nlohmann::json items(const std::vector<OverheadItem>& list)
     nlohmann::json out = nlohmann::json::array();
     for (const OverheadItem& i : list)
         out.push_back({{"name", i.name}, {"bytes", i.bytes.value}, {"note", i.note}});
+    return out;
+}
+
+nlohmann::json splitItems(const std::vector<SplitBillItem>& list)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const SplitBillItem& i : list)
+        out.push_back({{"name", i.name}, {"label", i.label}, {"bytes", i.bytes.value}, {"note", i.note}});
     return out;
 }
 
@@ -104,6 +114,19 @@ nlohmann::json planJsonObject(const PlanResult& p)
     j["kv_budget_bytes"] = p.kvBudgetBytes.value;
     j["max_resident_tokens"] = p.maxResidentTokens;
     j["kv_blocks"] = p.kvBlocks;
+    // The two sides of a layer split (splitbill.h), as `plan` and the reports print them.
+    if (const SplitBill split = splitBill(p); split.layerSplit)
+        j["split_bill"] = {{"gpu_layers", split.gpuLayers},
+                           {"total_layers", split.totalLayers},
+                           {"host_weights_mapped", split.hostWeightsMapped},
+                           {"host_weights_note", split.hostWeightsNote},
+                           {"context_tokens_per_sequence", split.contextTokensPerSequence},
+                           {"sequences", split.sequences},
+                           {"resident_tokens", split.residentTokens},
+                           {"gpu", splitItems(split.gpu)},
+                           {"gpu_bytes", split.gpuBytes().value},
+                           {"host", splitItems(split.host)},
+                           {"host_bytes", split.hostBytes().value}};
     j["fits"] = p.fits;
     j["reason"] = p.reason;
     j["verdict"] = verdictJsonObject(p.verdict);

@@ -2,7 +2,9 @@
 
 #include "headroom/core/plan.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 namespace headroom {
 
@@ -65,12 +67,26 @@ SplitBill splitBill(const PlanResult& plan)
         b.totalLayers = printedTotalLayers(layers->printed);
         b.layerSplit = b.totalLayers > b.gpuLayers;
     }
+    if (b.layerSplit) {
+        const EngineFigure* ctx = findFigure(plan, "offload_context_tokens");
+        b.contextTokensPerSequence = ctx ? static_cast<std::uint64_t>(ctx->value > 0 ? ctx->value : 0) : plan.contextTokens;
+        b.sequences = std::max<std::uint64_t>(plan.users, 1);
+        // Bounded: a context and users that overflow saturate (the plan refuses them before this).
+        b.residentTokens = b.contextTokensPerSequence > UINT64_MAX / b.sequences ? UINT64_MAX
+                                                                                 : b.contextTokensPerSequence * b.sequences;
+    }
     // llama.cpp prints its host model buffer as CPU_Mapped with mmap (src/llama-model.cpp
     // load_tensors: the file's pages, not a copy), as CPU without.
     const EngineFigure* hostWeights = findFigure(plan, "host_weights_bytes");
     b.hostWeightsMapped = hostWeights && hostWeights->printed.find("CPU_Mapped") != std::string::npos;
     // The host terms, in the order of llama.cpp's load (model buffers, KV, compute, output); the
     // same list the verdict checks against --host-ram.
+    if (b.hostWeightsMapped)
+        b.hostWeightsNote = "the host weights are the model file's pages mapped with mmap, not a copy: the OS keeps them "
+                            "in its page cache and may drop and re-read them under memory pressure (llama.cpp's --no-mmap "
+                            "loads a copy instead)";
+    else if (hostWeights)
+        b.hostWeightsNote = "the host weights are a copy in host memory (llama.cpp without mmap: CPU model buffer)";
     addItem(b.host, plan, "host_weights_bytes",
             b.hostWeightsMapped ? "weights (mapped file pages, mmap)" : "weights in host memory");
     addItem(b.host, plan, "host_repack_bytes", "CPU_REPACK copy of the weights");

@@ -358,10 +358,9 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
                               split->reason + ": more than the " + formatBytes(*request.hostMemoryBytes) + " of host memory (--host-ram)");
         Verdict partial = with(v, FitState::PartialOffload, FitLimit::Weights, split->cell,
                                "partial offload: " + split->reason);
-        // The split holds the context the engine placed it for (offload_context_tokens, per
-        // sequence: the asked context, or --fit's minimum when none was asked) for every user.
-        const EngineFigure* ctx = engineFigure(plan, "offload_context_tokens");
-        const std::uint64_t perUser = ctx ? static_cast<std::uint64_t>(ctx->value) : plan.contextTokens;
+        // The split holds the context the engine placed it for (splitbill.h: per sequence, the
+        // asked context or --fit's minimum when none was asked) for every user.
+        const std::uint64_t perUser = splitBill(plan).contextTokensPerSequence;
         switch (v.headline.kind) {
         case HeadlineKind::MaxContextPerUser: partial.headline.value = perUser; break;
         case HeadlineKind::MaxUsersAtContext: partial.headline.value = perUser >= plan.contextTokens ? plan.users : 0; break;
@@ -396,9 +395,9 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
                               + formatThousands(minTokens));
 
     if (const EngineRefusal* r = firstRefusal(plan, {FitLimit::EngineRefusesToStart})) {
-        Verdict refused = doesNotFit(v, r->limit, request.engine.name + " would refuse to start", r->reason);
-        refused.headline.value = QuestionJudge(request, plan, v).judge().headline.value;
-        return refused;
+        // Nothing is served: the headline is 0 (Headline::value), as for every plan that does not
+        // fit; the memory figures (max context, max resident tokens) stay in the plan.
+        return doesNotFit(v, r->limit, request.engine.name + " would refuse to start", r->reason);
     }
     return QuestionJudge(request, plan, v).judge();
 }

@@ -14,6 +14,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 
 using namespace headroom;
@@ -366,6 +368,13 @@ TEST_CASE("a draft model (--draft): its weights and KV join the bill of an engin
     REQUIRE(flags);
     CHECK(flags->command.find("--speculative-config") != std::string::npos);
     CHECK(flags->command.find("\"num_speculative_tokens\": 4") != std::string::npos);
+    // A draft with no path: $DRAFT_MODEL outside the single quotes, where sh expands it (review:
+    // the whole JSON was single-quoted and vLLM got the text "$DRAFT_MODEL"); the flag's value stays the JSON.
+    CHECK(flags->command.find(" --speculative-config '{\"model\": \"'\"$DRAFT_MODEL\"'\", \"num_speculative_tokens\": 4}'")
+          != std::string::npos);
+    CHECK(std::any_of(flags->flags.begin(), flags->flags.end(), [](const LaunchFlag& f) {
+        return f.name == "--speculative-config" && f.value == "{\"model\": \"$DRAFT_MODEL\", \"num_speculative_tokens\": 4}";
+    }));
 
     // llama.cpp: the draft context's cache is f16 (-ctkd/-ctvd) while the target's is q8_0.
     PlanRequest l = request(set, "llama.cpp");

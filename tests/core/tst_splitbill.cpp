@@ -4,13 +4,18 @@
 #include "archfixtures.h"
 #include "fixtures.h"
 
+#include "headroom/core/launchflags.h"
 #include "headroom/core/offloadsweep.h"
 #include "headroom/core/plan.h"
 #include "headroom/core/profiles.h"
 #include "headroom/core/resolve.h"
+#include "headroom/core/speed/hostbandwidth.h"
+#include "headroom/core/speed/splitspeed.h"
 #include "headroom/core/splitbill.h"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 using namespace headroom;
 
@@ -80,6 +85,69 @@ TEST_CASE("split bill: llama.cpp -ngl 20 of 33, each side from the printed buffe
     // -ngl 20 counts the output layer: 19 of the 32 repeating layers, and their KV, on the GPU.
     CHECK(static_cast<double>(b.gpu.back().bytes.value)
           == Approx((figureValue(*p, "gpu_kv_buffer_bytes") + figureValue(*p, "host_kv_buffer_bytes")) * 19.0 / 32.0).epsilon(0.001));
+}
+
+TEST_CASE("split capacity: a split's resident tokens, max context and launch point are its own cells", "[splitbill][offload]")
+{
+    // 4 users x 2,048 tokens with -ngl 20: llama.cpp allocates n_ctx = 8,192 cells (n_ctx_seq 2,048
+    // each), whatever the card's pool (empty: the weights do not fit it whole) would give. Before
+    // (review of the faces), plan printed "max resident tokens 0", and flags and the report said
+    // "nothing to launch" for a split that loads.
+    PlanRequest r = splitRequest("llama.cpp");
+    r.gpuLayers = 20;
+    r.users = 4;
+    r.contextTokens = 2048;
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    REQUIRE(p->verdict.state == FitState::PartialOffload);
+    const SplitBill b = splitBill(*p);
+    CHECK(b.contextTokensPerSequence == 2048);
+    CHECK(b.contextTokensPerSequence == static_cast<std::uint64_t>(figureValue(*p, "offload_context_tokens")));
+    CHECK(b.sequences == 4);
+    CHECK(b.residentTokens == 8192);
+    CHECK(p->maxResidentTokens == 8192);
+    REQUIRE(p->maxContext);
+    CHECK(*p->maxContext == 2048);
+    CHECK(p->verdict.headline.value == 2048); // max context per user for 4 users
+    CHECK(b.hostWeightsNote.find("mapped with mmap, not a copy") != std::string::npos);
+    // The launch point and flags: the split's users and context, -ngl 20 (what `flags` and the
+    // report print, from this one function).
+    const auto point = launchPoint(*p);
+    REQUIRE(point);
+    CHECK(point->users == 4);
+    CHECK(point->contextTokens == 2048);
+    CHECK_FALSE(point->lowered);
+    const auto flags = launchFlags(r, *p);
+    REQUIRE(flags);
+    CHECK(flags->command.find(" -c 8192 -np 4 -ngl 20 ") != std::string::npos);
+
+    // One user, no users asked: the resident tokens are the one sequence's context.
+    PlanRequest one = splitRequest("llama.cpp");
+    one.gpuLayers = 20;
+    one.users.reset();
+    const auto q = makePlan(one);
+    REQUIRE(q);
+    REQUIRE(q->verdict.state == FitState::PartialOffload);
+    CHECK(q->maxResidentTokens == splitBill(*q).contextTokensPerSequence * splitBill(*q).sequences);
+    CHECK(q->maxResidentTokens > 0);
+    REQUIRE(launchPoint(*q));
+    CHECK(launchPoint(*q)->contextTokens == splitBill(*q).contextTokensPerSequence);
+}
+
+TEST_CASE("split speed: the host bandwidth in words, as given or assumed", "[splitbill][speed]")
+{
+    CHECK(hostBandwidthText(std::nullopt) == "89.6 GB/s assumed: dual-channel DDR5-5600");
+    CHECK(hostBandwidthText(*parseHostBandwidth("ddr4-3200x2")) == "51.2 GB/s, as given");
+    // The plan's note names the same words.
+    PlanRequest r = splitRequest("llama.cpp");
+    r.gpuLayers = 20;
+    r.hostBandwidthGBps = 51.2;
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    const bool named = std::any_of(p->notes.begin(), p->notes.end(), [](const std::string& n) {
+        return n.rfind("split speed:", 0) == 0 && n.find("at 51.2 GB/s, as given,") != std::string::npos;
+    });
+    CHECK(named);
 }
 
 TEST_CASE("split bill: nothing in host memory gives an empty bill", "[splitbill][offload]")

@@ -114,9 +114,13 @@ TEST_CASE("verdict: vLLM that would refuse to start never fits", "[verdict][vllm
     CHECK(p.verdict.limit == FitLimit::EngineRefusesToStart);
     CHECK_FALSE(p.fits);
     CHECK(p.reason.find("would refuse to start") != std::string::npos);
-    // The memory figure is still reported: the longest context one user could have.
-    CHECK(p.verdict.headline.value == p.maxContext.value_or(0));
-    CHECK(p.verdict.headline.value < 131072);
+    // Nothing is served: the headline is 0, as Headline::value says of every plan that does not
+    // fit (review: the JSON's headline kept the memory figure); the memory figure stays in the
+    // plan: the longest context one user could have.
+    CHECK(p.verdict.headline.value == 0);
+    REQUIRE(p.maxContext);
+    CHECK(*p.maxContext > 0);
+    CHECK(*p.maxContext < 131072);
 
     r.contextTokens = 8192; // --max-model-len 8192 starts
     CHECK(plan(r).verdict.state == FitState::Fits);

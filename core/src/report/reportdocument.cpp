@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace headroom::report {
 
@@ -268,6 +269,25 @@ CellStatus verdictStatus(const json& planOrCell)
 
 bool loads(const json& plan) { return verdictStatus(plan) != CellStatus::Fail; }
 
+// The context per sequence of a layer split (its split_bill); 0 for any other plan.
+std::uint64_t splitContext(const json& p)
+{
+    return p.contains("split_bill") ? p["split_bill"]["context_tokens_per_sequence"].get<std::uint64_t>() : 0;
+}
+
+// The frontier point of a layer split that loads: its users and the cell text, the split's
+// context with the verdict's detail ("1,024 (partial: 28/41 layers, 5.12 GiB RAM)", the words of
+// core's verdictCellText); nullopt for any other plan.
+std::optional<std::pair<std::uint64_t, std::string>> splitPoint(const json& p)
+{
+    if (!p.contains("split_bill") || !loads(p))
+        return std::nullopt;
+    const json& sb = p["split_bill"];
+    const std::string detail = p.contains("verdict") ? p["verdict"]["detail"].get<std::string>() : std::string();
+    return std::make_pair(sb["sequences"].get<std::uint64_t>(),
+                          thousands(sb["context_tokens_per_sequence"]) + (detail.empty() ? "" : " (" + detail + ")"));
+}
+
 // The engine never starts on this plan (verdict.h engineCannotRun): it has no bill to print.
 bool cannotRun(const json& plan)
 {
@@ -319,9 +339,16 @@ Section whatFitsSection(const json& doc)
         if (std::find(rowsKeys.begin(), rowsKeys.end(), key) == rowsKeys.end())
             rowsKeys.push_back(key);
     }
+    bool split = false;
+    for (const json& c : cells)
+        split = split || (c.contains("verdict") && c["verdict"]["state"].get<std::string>() == "partial_offload");
     s.blocks.push_back(paragraph("Each cell: the " + questionCaption(doc)
                                  + ". A number alone fits as asked (green); \"N (limit)\" fits with less, the binding limit "
-                                   "named (yellow); \"no: why\" does not fit (red)."));
+                                   "named (yellow); "
+                                 + (split ? "\"N (partial: G/T layers, X RAM)\" loads with G of T layers on the GPU and X in host "
+                                            "memory (yellow); "
+                                          : "")
+                                 + "\"no: why\" does not fit (red)."));
     std::vector<std::string> header{"model", "weights", "weights size"};
     std::vector<bool> numeric{false, false, true};
     for (const std::string& c : cards) {
@@ -396,6 +423,29 @@ std::vector<const json*> memoryChartPlans(const json& doc, const std::vector<con
     return out;
 }
 
+// What a plan keeps on its card: weights, runtime and activations, KV. A layer split's are its
+// GPU side (split_bill, core splitbill.h: the GPU layers' weights and KV), not the whole model's
+// weights and the card pool's empty KV budget.
+struct CardShare {
+    std::uint64_t weights = 0;
+    std::uint64_t overheads = 0;
+    std::uint64_t kv = 0;
+};
+
+CardShare cardShare(const json& p)
+{
+    if (p.contains("split_bill") && !p["split_bill"]["gpu"].empty()) {
+        CardShare c;
+        for (const json& i : p["split_bill"]["gpu"]) {
+            const std::string name = i["name"].get<std::string>();
+            const std::uint64_t b = i["bytes"].get<std::uint64_t>();
+            (name == "gpu_weights_bytes" ? c.weights : name == "gpu_kv_buffer_bytes" ? c.kv : c.overheads) += b;
+        }
+        return c;
+    }
+    return {p["weights_bytes"].get<std::uint64_t>(), sumItems(p["overheads"]), p["kv_budget_bytes"].get<std::uint64_t>()};
+}
+
 Section memorySection(const json& doc, const std::vector<const json*>& detailed)
 {
     Section s;
@@ -410,9 +460,10 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
         if (cannotRun(p))
             continue;
         const double gib = static_cast<double>(kGiB);
-        const std::uint64_t weights = p["weights_bytes"].get<std::uint64_t>();
-        const std::uint64_t over = sumItems(p["overheads"]);
-        const std::uint64_t kv = p["kv_budget_bytes"].get<std::uint64_t>();
+        const CardShare share = cardShare(p);
+        const std::uint64_t weights = share.weights;
+        const std::uint64_t over = share.overheads;
+        const std::uint64_t kv = share.kv;
         const std::uint64_t reserved = sumItems(p["reserved"]);
         c.categories.push_back(planLabel(p));
         c.segments.push_back({static_cast<double>(weights) / gib, static_cast<double>(over) / gib, static_cast<double>(kv) / gib,
@@ -424,8 +475,14 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
     }
     if (!c.categories.empty())
         s.blocks.push_back(chartBlock(c));
-    Table t = makeTable("", {"plan", "card total", "weights", "runtime and activations", "KV cache budget", "kept free"},
-                        {false, true, true, true, true, true});
+    bool anySplit = false;
+    for (const json& p : doc["plans"])
+        anySplit = anySplit || p.contains("split_bill");
+    std::vector<std::string> header{"plan", "card total", "weights", "runtime and activations", "KV cache budget", "kept free"};
+    if (anySplit)
+        header.push_back("host memory");
+    Table t = makeTable("", header, std::vector<bool>{false, true, true, true, true, true, true});
+    t.numeric.resize(header.size());
     // A plan the engine cannot run has no bill: its verdict's reason instead, once per reason,
     // naming the models, formats and cards it stops.
     std::vector<std::pair<std::string, json>> noBill; // reason, its plans
@@ -438,9 +495,12 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
             same->second.push_back(p);
             continue;
         }
-        addRow(t, {planLabel(p), bytesText(p["card_total_bytes"].get<std::uint64_t>()), bytesText(p["weights_bytes"].get<std::uint64_t>()),
-                   bytesText(sumItems(p["overheads"])), bytesText(p["kv_budget_bytes"].get<std::uint64_t>()),
-                   bytesText(sumItems(p["reserved"]))});
+        const CardShare share = cardShare(p);
+        std::vector<std::string> row{planLabel(p), bytesText(p["card_total_bytes"].get<std::uint64_t>()), bytesText(share.weights),
+                                     bytesText(share.overheads), bytesText(share.kv), bytesText(sumItems(p["reserved"]))};
+        if (anySplit)
+            row.push_back(p.contains("split_bill") ? bytesText(p["split_bill"]["host_bytes"].get<std::uint64_t>()) : std::string(kDash));
+        addRow(t, row);
     }
     if (!t.rows.empty())
         s.blocks.push_back(tableBlock(t));
@@ -448,8 +508,9 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
         s.blocks.push_back(paragraph("No bill for " + joinUnique(plans, "model") + " in " + joinUnique(plans, "weights_format")
                                      + " on " + joinUnique(plans, "card") + ": the engine never starts. " + reason
                                      + (reason.empty() || reason.back() == '.' ? "" : ".")));
-    s.blocks.push_back(paragraph("Weights and runtime memory come first; the KV cache gets what is left of the usable memory. "
-                                 "The bill of each plan, item by item, is under Plans."));
+    s.blocks.push_back(paragraph(std::string("Weights and runtime memory come first; the KV cache gets what is left of the usable memory. ")
+                                 + (anySplit ? "A layer split shows its GPU side (the GPU layers' weights and KV) and what it keeps in host memory. " : "")
+                                 + "The bill of each plan, item by item, is under Plans."));
     return s;
 }
 
@@ -487,6 +548,14 @@ Section frontierSection(const std::vector<const json*>& detailed)
         for (const json* p : byGroup[g]) {
             Series line;
             line.name = (*p)["card"].get<std::string>();
+            // A layer split has no frontier of the card's pool: its one point is the split's own
+            // context for its users (core splitbill.h), as `table` prints it.
+            if (const auto point = splitPoint(*p)) {
+                line.x.push_back(static_cast<double>(point->first));
+                line.y.push_back(static_cast<double>(splitContext(*p)));
+                if (std::find(users.begin(), users.end(), point->first) == users.end())
+                    users.push_back(point->first);
+            }
             for (const json& f : (*p)["frontier"]) {
                 const std::uint64_t u = f["users"].get<std::uint64_t>();
                 const std::uint64_t ctx = f["context_tokens"].get<std::uint64_t>();
@@ -512,6 +581,8 @@ Section frontierSection(const std::vector<const json*>& detailed)
                 for (const json& f : (*p)["frontier"])
                     if (f["users"].get<std::uint64_t>() == u)
                         cell = thousands(f["context_tokens"]);
+                if (const auto point = splitPoint(*p); point && point->first == u)
+                    cell = point->second;
                 row.push_back(cell);
             }
             addRow(t, row);
@@ -656,15 +727,9 @@ Section measuredSpeedSection(const json& speed)
     return s;
 }
 
-Section planSection(const json& p)
+// The card's bill of a plan: card total, reserved, usable, weights, overheads, KV budget.
+Table cardBill(const json& p)
 {
-    Section s;
-    s.level = 3;
-    s.heading = planLabel(p) + " (" + p["engine"].get<std::string>() + ")";
-    s.blocks.push_back(paragraph(reasonSentence(p)));
-    if (cannotRun(p)) // only the verdict and its reason: the engine never starts, no bill exists
-        return s;
-
     Table bill = makeTable("Memory bill, per device", {"memory", "bytes", "size", "how"}, {false, true, true, false});
     const auto row = [&](const std::string& name, std::uint64_t b, const std::string& how) {
         addRow(bill, {name, formatThousands(b), bytesText(b), how});
@@ -679,7 +744,62 @@ Section planSection(const json& p)
         row(o["name"].get<std::string>(), o["bytes"].get<std::uint64_t>(), o["note"].get<std::string>());
     row("KV cache budget", p["kv_budget_bytes"].get<std::uint64_t>(),
         thousands(p["kv_bytes_per_token"]) + " B/token (" + p["kv_dtype"].get<std::string>() + ")");
-    s.blocks.push_back(tableBlock(bill));
+    return bill;
+}
+
+// A layer split's two sides (the plan's split_bill, core splitbill.h), as `plan` prints them: the
+// GPU's (card total, reserved, usable, the GPU layers' weights, the overheads, their KV) and the
+// host's (weights, repack copy, KV, compute and output buffers), each with its total.
+std::vector<Block> splitBillBlocks(const json& p)
+{
+    const json& sb = p["split_bill"];
+    const std::string layers = thousands(sb["gpu_layers"]) + " of " + thousands(sb["total_layers"]) + " layers";
+    const auto rowOf = [](Table& t, const std::string& name, std::uint64_t b, const std::string& how) {
+        addRow(t, {name, formatThousands(b), bytesText(b), how});
+    };
+    std::vector<Block> out;
+    if (!sb["gpu"].empty()) {
+        Table gpu = makeTable("GPU side: " + layers + " on the GPU", {"memory", "bytes", "size", "how"}, {false, true, true, false});
+        rowOf(gpu, "card total", p["card_total_bytes"].get<std::uint64_t>(), "driver-reported total");
+        for (const json& r : p["reserved"])
+            rowOf(gpu, "- " + r["name"].get<std::string>(), r["bytes"].get<std::uint64_t>(), r["note"].get<std::string>());
+        rowOf(gpu, "= usable", p["usable_bytes"].get<std::uint64_t>(), "");
+        for (const json& i : sb["gpu"])
+            rowOf(gpu, i["label"].get<std::string>(), i["bytes"].get<std::uint64_t>(), i["note"].get<std::string>());
+        rowOf(gpu, "= on the GPU", sb["gpu_bytes"].get<std::uint64_t>(), "");
+        out.push_back(tableBlock(gpu));
+    }
+    Table host = makeTable(sb["gpu"].empty() ? "Host side: " + layers + " on the GPU, the rest in host memory" : "Host side (RAM)",
+                           {"memory", "bytes", "size", "how"}, {false, true, true, false});
+    for (const json& i : sb["host"])
+        rowOf(host, i["label"].get<std::string>(), i["bytes"].get<std::uint64_t>(), i["note"].get<std::string>());
+    rowOf(host, "= in host memory", sb["host_bytes"].get<std::uint64_t>(), "what --host-ram is checked against");
+    out.push_back(tableBlock(host));
+    if (!sb["host_weights_note"].get<std::string>().empty()) {
+        std::string note = sb["host_weights_note"].get<std::string>();
+        note[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(note[0])));
+        out.push_back(paragraph(note + "."));
+    }
+    return out;
+}
+
+Section planSection(const json& p)
+{
+    Section s;
+    s.level = 3;
+    s.heading = planLabel(p) + " (" + p["engine"].get<std::string>() + ")";
+    s.blocks.push_back(paragraph(reasonSentence(p)));
+    if (cannotRun(p)) // only the verdict and its reason: the engine never starts, no bill exists
+        return s;
+
+    const bool split = p.contains("split_bill");
+    // A layer split's GPU side replaces the card's bill (its KV budget does not apply: the weights
+    // do not fit whole); Ollama's split has no GPU side of its own, the card's bill stays.
+    if (!split || p["split_bill"]["gpu"].empty())
+        s.blocks.push_back(tableBlock(cardBill(p)));
+    if (split)
+        for (Block& b : splitBillBlocks(p))
+            s.blocks.push_back(std::move(b));
 
     Table cap = makeTable("Capacity", {"capacity", "value"}, {false, true});
     addRow(cap, {"max resident tokens", thousands(p["max_resident_tokens"])});
@@ -695,8 +815,10 @@ Section planSection(const json& p)
     if (p.contains("verdict")) {
         const json& v = p["verdict"];
         const CellStatus st = verdictStatus(p);
-        addRow(cap, {"verdict", st == CellStatus::Pass ? "fits" : st == CellStatus::Fail ? "does not fit" : "fits with less"},
-               {CellStatus::Plain, st});
+        // The state as core words it (verdict.h fitStateLabel: "partial offload" for a split).
+        std::string state = v["state"].get<std::string>();
+        std::replace(state.begin(), state.end(), '_', ' ');
+        addRow(cap, {"verdict", state}, {CellStatus::Plain, st});
         if (v["limit"].get<std::string>() != "none")
             addRow(cap, {st == CellStatus::Fail ? "why" : "binding limit", v["detail"].get<std::string>()});
         if (st != CellStatus::Fail)

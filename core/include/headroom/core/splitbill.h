@@ -34,6 +34,20 @@ struct SplitBill {
     std::uint32_t totalLayers = 0;   ///< n_layer + 1 (0 when the engine printed no layer split)
     bool layerSplit = false;         ///< the engine printed "offloaded N/M layers" with N < M
     bool hostWeightsMapped = false;  ///< the host weights are mapped file pages (llama.cpp mmap: CPU_Mapped), not a copy
+    /// What the host's weights are, in one sentence for every face; empty when the host holds no
+    /// weights. With mmap: "the host weights are the model file's pages mapped with mmap, not a
+    /// copy: ..." (llama.cpp src/llama-model-loader.cpp, CPU_Mapped buffers).
+    std::string hostWeightsNote;
+    /// The context per sequence the engine placed the split for: llama.cpp's n_ctx_seq (the
+    /// offload_context_tokens figure: the asked context, or --fit's minimum when none was asked),
+    /// else the plan's context (Ollama's num_ctx). 0 without a layer split.
+    std::uint64_t contextTokensPerSequence = 0;
+    /// The sequences the split holds (the plan's users, at least 1); 0 without a layer split.
+    std::uint64_t sequences = 0;
+    /// The tokens the split's KV cache holds, all sequences together: contextTokensPerSequence x
+    /// sequences (llama.cpp allocates n_ctx = n_ctx_seq x n_seq cells, src/llama-context.cpp);
+    /// the plan's max resident tokens when the layers are split. 0 without a layer split.
+    std::uint64_t residentTokens = 0;
     /// The GPU side of a layer split: weights of the GPU layers, the plan's overheads (CUDA context,
     /// compute buffer), the KV of the GPU layers. Empty without a layer split (the plan's own bill is the GPU's).
     std::vector<SplitBillItem> gpu;
