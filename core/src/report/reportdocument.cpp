@@ -269,12 +269,6 @@ CellStatus verdictStatus(const json& planOrCell)
 
 bool loads(const json& plan) { return verdictStatus(plan) != CellStatus::Fail; }
 
-// The context per sequence of a layer split (its split_bill); 0 for any other plan.
-std::uint64_t splitContext(const json& p)
-{
-    return p.contains("split_bill") ? p["split_bill"]["context_tokens_per_sequence"].get<std::uint64_t>() : 0;
-}
-
 // The frontier point of a layer split that loads: its users and the cell text, the split's
 // context with the verdict's detail ("1,024 (partial: 28/41 layers, 5.12 GiB RAM)", the words of
 // core's verdictCellText); nullopt for any other plan.
@@ -549,13 +543,11 @@ Section frontierSection(const std::vector<const json*>& detailed)
             Series line;
             line.name = (*p)["card"].get<std::string>();
             // A layer split has no frontier of the card's pool: its one point is the split's own
-            // context for its users (core splitbill.h), as `table` prints it.
-            if (const auto point = splitPoint(*p)) {
-                line.x.push_back(static_cast<double>(point->first));
-                line.y.push_back(static_cast<double>(splitContext(*p)));
+            // context for its users (core splitbill.h), a row of the table as `table` prints it,
+            // not a line of the chart.
+            if (const auto point = splitPoint(*p))
                 if (std::find(users.begin(), users.end(), point->first) == users.end())
                     users.push_back(point->first);
-            }
             for (const json& f : (*p)["frontier"]) {
                 const std::uint64_t u = f["users"].get<std::uint64_t>();
                 const std::uint64_t ctx = f["context_tokens"].get<std::uint64_t>();
@@ -571,7 +563,8 @@ Section frontierSection(const std::vector<const json*>& detailed)
             numeric.push_back(true);
         }
         std::sort(users.begin(), users.end());
-        if (!users.empty())
+        const bool drawn = std::any_of(c.series.begin(), c.series.end(), [](const Series& l) { return !l.x.empty(); });
+        if (drawn)
             s.blocks.push_back(chartBlock(c));
         Table t = makeTable(g + ": max context per user (tokens)", header, numeric);
         for (std::uint64_t u : users) {
