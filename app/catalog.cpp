@@ -130,6 +130,8 @@ tl::expected<PlanRequest, std::string> requestFor(const Catalog& catalog, const 
     r.engine = *engine;
     r.contextTokens = selection.contextTokens;
     r.users = selection.users;
+    r.hostMemoryBytes = selection.hostMemoryBytes;
+    r.hostBandwidthGBps = selection.hostBandwidthGBps;
     // The chosen micro-batch belongs to the chosen engine; a compared engine uses its own. Left at
     // the engine's own value it is not set, so that the engine derives it as the CLI does without
     // --ubatch (SGLang's chunked prefill by card size, for one).

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ struct Selection {
     std::uint64_t users = kDefaultUsers;
     std::uint64_t ubatchTokens = 512;
     MatrixMode mode = MatrixMode::Formats;
+    /// Host memory free for the engine (the CLI's --host-ram): what a layer split keeps in host
+    /// memory must fit in it (core's FitLimit::HostMemory, "too large for this machine"); absent:
+    /// not checked.
+    std::optional<Bytes> hostMemoryBytes;
+    /// The host's memory bandwidth in 10^9 B/s (the CLI's --host-bandwidth): the speed of a split's
+    /// host layers; absent: core's assumed dual-channel DDR5-5600.
+    std::optional<double> hostBandwidthGBps;
 
     /// The defaults of core/defaults.h: llama-3.1-8b, int4-g128, fp16 KV, vLLM, the 8/16/24 GB cards.
     static Selection defaults();

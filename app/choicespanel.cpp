@@ -1,6 +1,9 @@
 #include "choicespanel.h"
 
+#include "headroom/core/speed/hostbandwidth.h"
+#include "headroom/core/speed/splitspeed.h"
 #include "headroom/core/stores/localstores.h"
+#include "headroom/core/units.h"
 
 #include "enginecomparisonmodel.h"
 #include "formatting.h"
@@ -17,6 +20,7 @@
 #include <QPalette>
 #include <QPushButton>
 #include <QSignalBlocker>
+#include <QStringList>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -152,6 +156,31 @@ void ChoicesPanel::build()
     m_modeCombo->addItem(QStringLiteral("Weight formats x cards"), static_cast<int>(MatrixMode::Formats));
     m_modeCombo->addItem(QStringLiteral("Models x cards"), static_cast<int>(MatrixMode::Models));
     grid->addRow(QStringLiteral("&Rows"), m_modeCombo);
+    // The host: the same settings as the CLI's --host-ram and --host-bandwidth, read by core
+    // (units.h parseSize, speed/splitspeed.h parseHostBandwidth) and re-planned on Enter.
+    m_hostRam = new QLineEdit;
+    m_hostRam->setObjectName(QStringLiteral("HostRam"));
+    m_hostRam->setAccessibleName(QStringLiteral("Host RAM free for the engine"));
+    m_hostRam->setPlaceholderText(QStringLiteral("RAM: not checked"));
+    m_hostRam->setToolTip(QStringLiteral("Host RAM free for the engine (headroom-cli --host-ram): what a layer split keeps in "
+                                         "host memory must fit, else the cell is too large for this machine. 32GiB, 64GB; empty: "
+                                         "not checked"));
+    m_hostBandwidth = new QLineEdit;
+    m_hostBandwidth->setObjectName(QStringLiteral("HostBandwidth"));
+    m_hostBandwidth->setAccessibleName(QStringLiteral("Host memory bandwidth"));
+    m_hostBandwidth->setPlaceholderText(QStringLiteral("%1 GB/s").arg(kDefaultHostBandwidthGBps, 0, 'f', 1));
+    m_hostBandwidth->setToolTip(QStringLiteral("Host memory bandwidth for the layers a split keeps there (headroom-cli "
+                                               "--host-bandwidth): ddr4-3200x2, ddr5-5600, or GB/s; empty: %1")
+                                    .arg(QString::fromStdString(hostBandwidthText(std::nullopt))));
+    auto* hostRow = new QHBoxLayout;
+    hostRow->addWidget(m_hostRam, 1);
+    hostRow->addWidget(m_hostBandwidth, 1);
+    auto* hostLabel = new QLabel(QStringLiteral("&Host"));
+    hostLabel->setBuddy(m_hostRam);
+    grid->addRow(hostLabel, hostRow);
+    m_hostMessage = messageLabel();
+    m_hostMessage->setObjectName(QStringLiteral("HostMessage"));
+    grid->addRow(m_hostMessage);
     form->addLayout(grid);
 
     m_context = new SliderEntry(QStringLiteral("&Context per user (tokens)"), 256, 131072, m_selection.contextTokens);
@@ -210,6 +239,10 @@ void ChoicesPanel::connectControls()
         readControls();
         Q_EMIT changed(Change::Cards);
     });
+    for (QLineEdit* edit : {m_hostRam, m_hostBandwidth}) {
+        connect(edit, &QLineEdit::editingFinished, this, &ChoicesPanel::readHost);
+        connect(edit, &QLineEdit::textEdited, this, [this] { m_hostMessage->hide(); });
+    }
     connect(m_sizeEdit, &QLineEdit::returnPressed, this, &ChoicesPanel::addSizedCard);
     connect(m_sizeEdit, &QLineEdit::textEdited, this, [this] { m_cardMessage->hide(); });
 }
@@ -229,6 +262,41 @@ void ChoicesPanel::addSizedCard()
     m_sizeEdit->clear();
     refillCards();
     Q_EMIT changed(Change::Cards);
+}
+
+void ChoicesPanel::readHost()
+{
+    if (m_syncing)
+        return;
+    std::optional<Bytes> ram;
+    std::optional<double> bandwidth;
+    QStringList problems;
+    const std::string ramText = m_hostRam->text().trimmed().toStdString();
+    if (!ramText.empty()) {
+        ram = parseSize(ramText);
+        if (!ram)
+            problems << QStringLiteral("Host RAM: not a size: %1 (try 32GiB or 64GB)").arg(m_hostRam->text().trimmed());
+    }
+    const std::string bwText = m_hostBandwidth->text().trimmed().toStdString();
+    if (!bwText.empty()) {
+        auto parsed = parseHostBandwidth(bwText);
+        if (parsed)
+            bandwidth = *parsed;
+        else
+            problems << QStringLiteral("Host bandwidth: %1").arg(QString::fromStdString(parsed.error()));
+    }
+    if (!problems.isEmpty()) {
+        m_hostMessage->setStyleSheet(errorStyleSheet());
+        m_hostMessage->setText(problems.join(QLatin1Char('\n')));
+        m_hostMessage->show();
+        return;
+    }
+    m_hostMessage->hide();
+    if (ram == m_selection.hostMemoryBytes && bandwidth == m_selection.hostBandwidthGBps)
+        return;
+    m_selection.hostMemoryBytes = ram;
+    m_selection.hostBandwidthGBps = bandwidth;
+    Q_EMIT changed(Change::Other);
 }
 
 void ChoicesPanel::setModelMessage(const QString& text, bool error, const QString& details)
@@ -290,6 +358,9 @@ void ChoicesPanel::sync()
     m_context->setValue(m_selection.contextTokens);
     m_users->setValue(m_selection.users);
     m_ubatch->setValue(m_selection.ubatchTokens);
+    m_hostRam->setText(m_selection.hostMemoryBytes ? QString::fromStdString(formatBytes(*m_selection.hostMemoryBytes)).remove(QLatin1Char(' '))
+                                                   : QString());
+    m_hostBandwidth->setText(m_selection.hostBandwidthGBps ? QString::number(*m_selection.hostBandwidthGBps, 'g', 6) : QString());
     for (int i = 0; i < m_cardList->count(); ++i) {
         const std::string id = m_cardList->item(i)->data(Qt::UserRole).toString().toStdString();
         const bool on = std::find(m_selection.cardIds.begin(), m_selection.cardIds.end(), id) != m_selection.cardIds.end();

@@ -1,6 +1,6 @@
 #pragma once
 // The Choices panel: model (and import), weight format, KV dtype, engine, what the rows are,
-// context / users / micro-batch, and the cards. Its model is the Selection: the panel shows one
+// context / users / micro-batch, the host (its RAM and memory bandwidth), and the cards. Its model is the Selection: the panel shows one
 // and edits it, and says which choice changed. Messages about a choice (a size that is not a
 // size, an import that failed) show under the choice itself and clear once fixed.
 
@@ -53,6 +53,11 @@ public:
     SliderEntry* contextEntry() const { return m_context; }
     SliderEntry* usersEntry() const { return m_users; }
     SliderEntry* ubatchEntry() const { return m_ubatch; }
+    /// The host's RAM free for the engine (the CLI's --host-ram; empty: not checked) and its
+    /// memory bandwidth (--host-bandwidth; empty: core's assumed DDR5-5600).
+    QLineEdit* hostRamEdit() const { return m_hostRam; }
+    QLineEdit* hostBandwidthEdit() const { return m_hostBandwidth; }
+    QLabel* hostMessage() const { return m_hostMessage; }
 
 Q_SIGNALS:
     void changed(headroom::app::ChoicesPanel::Change change);
@@ -65,6 +70,7 @@ private:
     void sync();
     void readControls();
     void addSizedCard();
+    void readHost();
 
     Catalog& m_catalog;
     Selection m_selection;
@@ -81,6 +87,9 @@ private:
     SliderEntry* m_context = nullptr;
     SliderEntry* m_users = nullptr;
     SliderEntry* m_ubatch = nullptr;
+    QLineEdit* m_hostRam = nullptr;
+    QLineEdit* m_hostBandwidth = nullptr;
+    QLabel* m_hostMessage = nullptr;
     QListWidget* m_cardList = nullptr;
     QLineEdit* m_sizeEdit = nullptr;
     QLabel* m_cardMessage = nullptr;

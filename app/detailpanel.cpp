@@ -13,6 +13,7 @@
 #include "splitspeedchart.h"
 
 #include "headroom/core/offloadsweep.h"
+#include "headroom/core/speed/hostbandwidth.h"
 #include "headroom/core/splitbill.h"
 
 #include <QLabel>
@@ -35,7 +36,15 @@ QString verdictText(const PlanResult& p)
         QString caption = QString::fromStdString(headlineCaption(v.headline));
         if (!caption.isEmpty())
             caption[0] = caption[0].toUpper();
-        return text + QStringLiteral(" %1: <b>%2</b>. Weights %3.").arg(caption.toHtmlEscaped(), thousands(v.headline.value), bytesText(p.weightsBytes));
+        // The split's own sides (splitbill.h), as `plan` prints them.
+        const SplitBill split = splitBill(p);
+        text += QStringLiteral(" %1: <b>%2</b>; max resident tokens: <b>%3</b>.")
+                    .arg(caption.toHtmlEscaped(), thousands(v.headline.value), thousands(p.maxResidentTokens));
+        if (!split.gpu.empty())
+            text += QStringLiteral(" GPU %1, host %2.").arg(bytesText(split.gpuBytes()), bytesText(split.hostBytes()));
+        else
+            text += QStringLiteral(" Weights %1, host %2.").arg(bytesText(p.weightsBytes), bytesText(split.hostBytes()));
+        return text;
     }
     if (v.state != FitState::DoesNotFit || v.limit == FitLimit::EngineRefusesToStart)
         text += QStringLiteral(" Max context for %1: <b>%2</b>; max users at %3 tokens: <b>%4</b>; max resident tokens: <b>%5</b> "
@@ -168,8 +177,8 @@ void DetailPanel::setCell(const Catalog& catalog, const Selection& selection, co
         const SplitBill split = splitBill(p);
         const std::uint32_t shown = split.totalLayers > 0 ? split.gpuLayers : total;
         m_layers->setLayers(total, shown, true);
-        m_splitSpeed->setSteps(*steps, shown,
-                               QStringLiteral("%1 GB/s assumed: dual-channel DDR5-5600").arg(kDefaultHostBandwidthGBps, 0, 'f', 1));
+        // The host bandwidth the steps were priced at, in core's words (the Host row's, else assumed).
+        m_splitSpeed->setSteps(*steps, shown, QString::fromStdString(hostBandwidthText(request->hostBandwidthGBps)));
     }
     m_engines->setRows(compareEngines(catalog, selection, modelId, formatId, cardId));
     if (request)

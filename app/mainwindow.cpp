@@ -592,6 +592,11 @@ void MainWindow::loadSettings()
     m_ubatchFromSettings = s.contains(QStringLiteral("selection/ubatch"));
     sel.ubatchTokens = s.value(QStringLiteral("selection/ubatch"), QVariant::fromValue<quint64>(sel.ubatchTokens)).toULongLong();
     sel.mode = static_cast<MatrixMode>(s.value(QStringLiteral("selection/mode"), 0).toInt());
+    // The host (the Choices panel's Host row): bytes and GB/s; absent or 0: not set.
+    if (const quint64 ram = s.value(QStringLiteral("host/ramBytes"), 0).toULongLong(); ram > 0)
+        sel.hostMemoryBytes = Bytes{ram};
+    if (const double bw = s.value(QStringLiteral("host/bandwidthGBps"), 0.0).toDouble(); bw > 0)
+        sel.hostBandwidthGBps = bw;
     m_recentImports = s.value(QStringLiteral("imports/recent")).toStringList();
     // An imported model chosen last time is read again from its path.
     if (!m_catalog.findModel(sel.modelId) && m_options.modelArg.empty() && m_recentImports.contains(QString::fromStdString(sel.modelId)))
@@ -623,6 +628,8 @@ void MainWindow::saveSettings() const
     s.setValue(QStringLiteral("selection/users"), QVariant::fromValue<quint64>(sel.users));
     s.setValue(QStringLiteral("selection/ubatch"), QVariant::fromValue<quint64>(sel.ubatchTokens));
     s.setValue(QStringLiteral("selection/mode"), static_cast<int>(sel.mode));
+    s.setValue(QStringLiteral("host/ramBytes"), QVariant::fromValue<quint64>(sel.hostMemoryBytes ? sel.hostMemoryBytes->value : 0));
+    s.setValue(QStringLiteral("host/bandwidthGBps"), sel.hostBandwidthGBps.value_or(0.0));
     s.setValue(QStringLiteral("imports/recent"), m_recentImports);
     s.setValue(QStringLiteral("view/dark"), isDarkPalette());
     s.setValue(QStringLiteral("window/geometry"), saveGeometry());

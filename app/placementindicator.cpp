@@ -76,6 +76,32 @@ QIcon placementIcon(Placement placement)
     return icon;
 }
 
+QString engineCannotRunGlyph() { return QStringLiteral("\u2298"); }
+
+QString engineCannotRunText() { return QStringLiteral("not supported by the engine"); }
+
+QIcon engineCannotRunIcon()
+{
+    const QColor ink = QGuiApplication::palette().color(QPalette::Text);
+    QIcon icon;
+    for (const int size : {16, 32}) {
+        QPixmap pm(size, size);
+        pm.fill(Qt::transparent);
+        QPainter p(&pm);
+        p.setRenderHint(QPainter::Antialiasing);
+        const qreal pen = size / 8.0;
+        const QRectF disc(pen, pen, size - 2 * pen, size - 2 * pen);
+        p.setPen(QPen(ink, pen, Qt::SolidLine, Qt::RoundCap));
+        p.setBrush(Qt::NoBrush);
+        p.drawEllipse(disc);
+        const qreal inset = disc.width() * 0.15;
+        p.drawLine(QPointF(disc.left() + inset, disc.bottom() - inset), QPointF(disc.right() - inset, disc.top() + inset));
+        p.end();
+        icon.addPixmap(pm);
+    }
+    return icon;
+}
+
 QString placementToolTip(const PlanResult& plan)
 {
     const Placement placement = placementOf(plan);
@@ -100,6 +126,8 @@ QString placementLegendHtml()
     QStringList items;
     for (const Placement p : {Placement::FullGpu, Placement::Partial, Placement::CpuOnly, Placement::TooLarge})
         items << (placementGlyph(p) + QStringLiteral("&nbsp;") + placementText(p).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+    items << (engineCannotRunGlyph() + QStringLiteral("&nbsp;")
+              + engineCannotRunText().toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
     return items.join(QStringLiteral(" &nbsp;"));
 }
 

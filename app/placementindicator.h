@@ -23,7 +23,17 @@ QString placementToolTip(const PlanResult& plan);
 /// The placement with the verdict's few words: "◐ partial: 26/41 layers, 6.36 GiB RAM", "● full GPU",
 /// "✕ too large for this machine: weights 6.82 > 6.79 GiB" (plain text).
 QString placementSummary(const PlanResult& plan);
-/// The legend of the four shapes in rich text ("● full GPU  ◐ partial offload ..."), each entry kept on one line.
+/// The legend of the four shapes and the refusal's ("● full GPU  ◐ partial offload ... ⊘ not supported
+/// by the engine") in rich text, each entry kept on one line.
 QString placementLegendHtml();
+
+/// The glyph of a cell the engine cannot run at all (core's Verdict::engineCannotRun: a weight
+/// format or KV dtype it has not): no placement exists for it, but it is a refusal like "too
+/// large" and carries a shape of its own, a struck circle "⊘" (review: its cells had no glyph).
+QString engineCannotRunGlyph();
+/// The words of that glyph: "not supported by the engine".
+QString engineCannotRunText();
+/// A 16-pixel icon of the struck circle in the palette's text colour.
+QIcon engineCannotRunIcon();
 
 } // namespace headroom::app

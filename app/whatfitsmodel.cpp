@@ -157,12 +157,15 @@ QVariant WhatFitsModel::data(const QModelIndex& index, int role) const
         return QVariant::fromValue<quint64>(cell ? cell->verdict.headline.value : 0);
     case FitRole:
         return fitIndex(fit);
-    // The fit indicator: where the model goes in memory; none where the engine cannot run the
-    // request at all (verdict.h: only the verdict and its reason are printed for it).
+    // The fit indicator: where the model goes in memory; no placement where the engine cannot run
+    // the request at all (verdict.h: only the verdict and its reason are printed for it), but a
+    // glyph of its own, the struck circle, so that every refusal carries one.
     case PlacementRole:
         return cell && !cell->verdict.engineCannotRun() ? QVariant(static_cast<int>(placementOf(*cell))) : QVariant();
     case Qt::DecorationRole:
-        return cell && !cell->verdict.engineCannotRun() ? QVariant(placementIcon(placementOf(*cell))) : QVariant();
+        if (!cell)
+            return {};
+        return QVariant(cell->verdict.engineCannotRun() ? engineCannotRunIcon() : placementIcon(placementOf(*cell)));
     case Qt::BackgroundRole:
         return fitColor(fit);
     case Qt::TextAlignmentRole:

@@ -5,6 +5,7 @@
 #include "apptestutils.h"
 #include "billpanel.h"
 #include "breakdownmodel.h"
+#include "choicespanel.h"
 #include "detailpanel.h"
 #include "gpulayerscontrol.h"
 #include "memorybar.h"
@@ -12,12 +13,14 @@
 #include "splitspeedchart.h"
 #include "whatfitsmodel.h"
 
+#include "headroom/core/speed/hostbandwidth.h"
 #include "headroom/core/splitbill.h"
 
 #include <QIcon>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSlider>
 #include <QtCharts/QLineSeries>
@@ -129,13 +132,17 @@ TEST_CASE("offload: llama-2-13b q4_k on an RTX 4060 is partial, the slider start
     for (int r = 0; r < model.rowCount(); ++r) {
         if (model.row(r)->formatId == "q4_k")
             cell = model.index(r, WhatFitsModel::FixedColumnCount);
-        if (model.row(r)->formatId == "awq-g128") // llama.cpp cannot load it: no placement to show
+        if (model.row(r)->formatId == "awq-g128") // llama.cpp cannot load it: no placement, a glyph of its own
             refused = model.index(r, WhatFitsModel::FixedColumnCount);
     }
     REQUIRE(cell.isValid());
     REQUIRE(refused.isValid());
+    // Every refusal carries a glyph (review: "no: engine format" cells had none): the struck circle.
     CHECK_FALSE(model.data(refused, WhatFitsModel::PlacementRole).isValid());
-    CHECK_FALSE(model.data(refused, Qt::DecorationRole).isValid());
+    const QIcon refusedIcon = model.data(refused, Qt::DecorationRole).value<QIcon>();
+    REQUIRE_FALSE(refusedIcon.isNull());
+    CHECK(refusedIcon.pixmap(16, 16).toImage() == engineCannotRunIcon().pixmap(16, 16).toImage());
+    CHECK(model.data(refused).toString().startsWith(QStringLiteral("no: engine format")));
     CHECK(model.data(cell, WhatFitsModel::PlacementRole).toInt() == static_cast<int>(Placement::Partial));
     CHECK_FALSE(model.data(cell, Qt::DecorationRole).value<QIcon>().isNull());
     const QString tip = model.data(cell, Qt::ToolTipRole).toString();
@@ -245,7 +252,7 @@ TEST_CASE("offload: an engine without layer offload disables the slider and says
     CHECK(panel.splitSpeed()->steps().empty());
 }
 
-TEST_CASE("offload: the four shapes of the indicator differ and are named", "[offload]")
+TEST_CASE("offload: the four shapes of the indicator and the refusal's differ and are named", "[offload]")
 {
     const std::vector<Placement> all{Placement::FullGpu, Placement::Partial, Placement::CpuOnly, Placement::TooLarge};
     QStringList glyphs;
@@ -255,8 +262,69 @@ TEST_CASE("offload: the four shapes of the indicator differ and are named", "[of
         images.push_back(placementIcon(p).pixmap(16, 16).toImage());
         CHECK(placementLegendHtml().contains(placementText(p).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"))));
     }
+    glyphs << engineCannotRunGlyph();
+    images.push_back(engineCannotRunIcon().pixmap(16, 16).toImage());
+    CHECK(placementLegendHtml().contains(engineCannotRunText().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"))));
     CHECK(glyphs.removeDuplicates() == 0);
     for (std::size_t i = 0; i < images.size(); ++i)
         for (std::size_t j = i + 1; j < images.size(); ++j)
             CHECK(images[i] != images[j]); // a different shape, not a colour alone: they share the ink
+}
+
+TEST_CASE("offload: the Host row sets the RAM and bandwidth core plans with, as --host-ram and --host-bandwidth", "[offload][host]")
+{
+    Catalog catalog = test::catalog();
+    ChoicesPanel choices(catalog);
+    Selection start = offloadSelection("llama-2-13b", "q4_k", "rtx-4060");
+    choices.setSelection(start);
+    int changes = 0;
+    QObject::connect(&choices, &ChoicesPanel::changed, [&changes] { ++changes; });
+
+    // Not a size: said under the row, the selection unchanged, nothing re-planned.
+    choices.hostRamEdit()->setText(QStringLiteral("lots"));
+    Q_EMIT choices.hostRamEdit()->editingFinished();
+    CHECK(changes == 0);
+    CHECK_FALSE(choices.selection().hostMemoryBytes);
+    CHECK(choices.hostMessage()->text().contains(QStringLiteral("not a size: lots")));
+
+    choices.hostRamEdit()->setText(QStringLiteral("4GiB"));
+    choices.hostBandwidthEdit()->setText(QStringLiteral("ddr4-3200x2"));
+    Q_EMIT choices.hostBandwidthEdit()->editingFinished();
+    CHECK(changes == 1);
+    CHECK(choices.hostMessage()->isHidden());
+    REQUIRE(choices.selection().hostMemoryBytes);
+    CHECK(choices.selection().hostMemoryBytes->value == 4 * kGiB);
+    REQUIRE(choices.selection().hostBandwidthGBps);
+    CHECK(*choices.selection().hostBandwidthGBps == Approx(51.2));
+
+    // The same plan as the CLI's with the same host: the split keeps 6.36 GiB in host memory (1 user x
+    // 4,096 tokens), more than 4 GiB, so the cell is too large for this machine; the speed names the host.
+    const Selection s = choices.selection();
+    const auto cli = test::runCli({"plan", "-m", "llama-2-13b", "-w", "q4_k", "-c", "rtx-4060", "-e", "llama.cpp", "--kv-dtype", "fp16",
+                                   "--users", "1", "--context", "4096", "--host-ram", "4GiB", "--host-bandwidth", "ddr4-3200x2", "--json"});
+    REQUIRE(cli);
+    const QJsonObject verdict = cli->object().value("verdict").toObject();
+    CHECK(verdict.value("limit").toString() == QStringLiteral("host_memory"));
+    DetailPanel panel(std::make_shared<test::FakeProbeBackend>());
+    panel.setCell(catalog, s, s.modelId, s.formatId, s.cardIds.front());
+    REQUIRE(panel.plan());
+    CHECK(fitStateId(panel.plan()->verdict.state) == verdict.value("state").toString().toStdString());
+    CHECK(panel.plan()->verdict.limit == FitLimit::HostMemory);
+    CHECK(panel.plan()->verdict.reason == verdict.value("reason").toString().toStdString());
+    CHECK(placementOf(*panel.plan()) == Placement::TooLarge);
+    const QString caption = panel.splitSpeed()->caption()->text();
+    CHECK(caption.contains(QStringLiteral("Host layers at 51.2 GB/s, as given.")));
+    CHECK_FALSE(caption.contains(QStringLiteral("DDR5")));
+
+    // Emptied: not checked again, and the caption says the assumed host.
+    choices.hostRamEdit()->clear();
+    choices.hostBandwidthEdit()->clear();
+    Q_EMIT choices.hostRamEdit()->editingFinished();
+    CHECK_FALSE(choices.selection().hostMemoryBytes);
+    CHECK_FALSE(choices.selection().hostBandwidthGBps);
+    const Selection cleared = choices.selection();
+    panel.setCell(catalog, cleared, cleared.modelId, cleared.formatId, cleared.cardIds.front());
+    REQUIRE(panel.plan());
+    CHECK(panel.plan()->verdict.state == FitState::PartialOffload);
+    CHECK(panel.splitSpeed()->caption()->text().contains(QString::fromStdString(hostBandwidthText(std::nullopt))));
 }
