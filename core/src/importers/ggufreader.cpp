@@ -649,6 +649,100 @@ std::uint32_t clamp32(std::uint64_t v)
                                                          : static_cast<std::uint32_t>(v);
 }
 
+/// Per-layer mixers and Mamba shapes of a hybrid GGUF, as llama.cpp reads them: src/llama-arch.cpp
+/// LLM_KV names `{arch}.ssm.conv_kernel`, `.ssm.inner_size`, `.ssm.state_size`, `.ssm.time_step_rank`,
+/// `.ssm.group_count`; src/llama-model.cpp llama_model::load_hparams, the cases LLM_ARCH_JAMBA,
+/// LLM_ARCH_GRANITE_HYBRID (ggml-org/llama.cpp PR 13550 "Granite Four", merged 2025-07),
+/// LLM_ARCH_NEMOTRON_H and LLM_ARCH_FALCON_H1 as they stand in builds since then:
+///   granitehybrid, jamba: a layer is recurrent iff its `attention.head_count_kv` entry is 0
+///     ("A layer is recurrent IFF the n_head_kv value is set to 0"); granitehybrid's are Mamba-2,
+///     jamba's Mamba-1 (dt rank = ssm.time_step_rank);
+///   nemotron_h: recurrent iff head_count_kv(i) == 0 and feed_forward_length(i) == 0; a block
+///     with head_count_kv 0 and an FFN is an MLP alone; a block is a mixer or an MLP;
+///   falcon-h1: every layer recurrent beside its attention (recurrent_layer_arr all true).
+/// Mamba-2 in llama.cpp: heads = ssm.time_step_rank, head_dim = ssm.inner_size / heads,
+/// groups = ssm.group_count (llm_graph_context_mamba::build_mamba2_layer).
+/// Returns an empty string, "" also for a family that is not hybrid, or the problem naming the key.
+std::string readGgufHybrid(const GgufFile& file, const std::string& a, const std::string& p, Architecture& arch,
+                           const LayerValues& kv, const LayerValues& ff)
+{
+    const bool granite = a == "granitehybrid", jamba = a == "jamba", nemotron = a == "nemotron_h", falcon = a == "falcon-h1";
+    if (!granite && !jamba && !nemotron && !falcon)
+        return "";
+    std::vector<MixerKind> mixers;
+    if (falcon) {
+        mixers.assign(arch.layers, MixerKind::AttentionMamba2);
+    } else {
+        if (kv.perLayer.size() != arch.layers)
+            return p + "attention.head_count_kv: expected an array of " + std::to_string(arch.layers)
+                + " per-layer values (0 = a recurrent layer), found "
+                + (kv.scalar ? "a scalar" : std::to_string(kv.perLayer.size()) + " entries");
+        if (nemotron && !ff.perLayer.empty() && ff.perLayer.size() != arch.layers)
+            return p + "feed_forward_length: " + std::to_string(ff.perLayer.size()) + " entries, expected "
+                + std::to_string(arch.layers);
+        for (std::uint32_t i = 0; i < arch.layers; ++i) {
+            if (kv.perLayer[i] != 0)
+                mixers.push_back(MixerKind::Attention);
+            else if (nemotron && (ff.perLayer.empty() ? ff.scalar.value_or(0) : ff.perLayer[i]) != 0)
+                mixers.push_back(MixerKind::MlpOnly);
+            else
+                mixers.push_back(jamba ? MixerKind::Mamba : MixerKind::Mamba2);
+        }
+    }
+    auto dim = [&](const char* name, std::uint64_t max) -> std::optional<std::uint64_t> {
+        auto v = uintKey(file, p + name);
+        if (!v || *v == 0 || *v > max)
+            return std::nullopt;
+        return v;
+    };
+    auto bad = [&](const char* name, std::uint64_t max) {
+        auto v = uintKey(file, p + name);
+        return p + name + (v ? " is " + std::to_string(*v) : std::string(" is missing")) + ", expected 1.."
+            + std::to_string(max);
+    };
+    constexpr std::uint64_t kDimMax = 1u << 14, kInnerMax = 1u << 20;
+    SsmConfig& m = arch.hybrid.ssm;
+    const auto conv = dim("ssm.conv_kernel", kDimMax), inner = dim("ssm.inner_size", kInnerMax),
+               state = dim("ssm.state_size", kDimMax), rank = dim("ssm.time_step_rank", kDimMax);
+    if (!conv)
+        return bad("ssm.conv_kernel", kDimMax);
+    if (!inner)
+        return bad("ssm.inner_size", kInnerMax);
+    if (!state)
+        return bad("ssm.state_size", kDimMax);
+    if (!rank)
+        return bad("ssm.time_step_rank", kDimMax);
+    m.convKernel = static_cast<std::uint32_t>(*conv);
+    m.innerSize = *inner;
+    m.stateSize = static_cast<std::uint32_t>(*state);
+    if (jamba) {
+        m.dtRank = static_cast<std::uint32_t>(*rank);
+    } else {
+        const auto groups = dim("ssm.group_count", kDimMax);
+        if (!groups)
+            return bad("ssm.group_count", kDimMax);
+        if (*inner % *rank != 0)
+            return p + "ssm.inner_size " + std::to_string(*inner) + " is not a multiple of " + p + "ssm.time_step_rank "
+                + std::to_string(*rank) + " (the Mamba-2 heads)";
+        m.heads = static_cast<std::uint32_t>(*rank);
+        m.headDim = static_cast<std::uint32_t>(*inner / *rank);
+        m.groups = static_cast<std::uint32_t>(*groups);
+    }
+    arch.hybrid.blockIsMixerOrMlp = nemotron;
+    arch.hybrid.layerMixers = std::move(mixers);
+    // The recurrent layers' 0 entries are what marks them: the attention layers' count is kvHeads.
+    std::uint32_t attnKv = 0;
+    bool uniform = true;
+    for (std::uint32_t h : arch.kvHeadsPerLayer)
+        if (h != 0) {
+            uniform = uniform && (attnKv == 0 || h == attnKv);
+            attnKv = h;
+        }
+    if (uniform)
+        arch.kvHeadsPerLayer.clear();
+    return "";
+}
+
 } // namespace
 
 std::optional<Architecture> ggufArchitecture(const GgufFile& file, std::string* why)
@@ -771,6 +865,8 @@ std::optional<Architecture> ggufArchitecture(const GgufFile& file, std::string* 
             for (std::uint32_t il = 0; il < arch.layers; ++il)
                 arch.sliding.slidingLayers.push_back(il % pattern < pattern - 1);
     }
+    if (std::string problem = readGgufHybrid(file, a, p, arch, kv, ff); !problem.empty())
+        return no(problem);
     bool hasOutput = false;
     for (const auto& t : file.tensors)
         if (t.name == "output.weight")
