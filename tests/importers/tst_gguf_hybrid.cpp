@@ -6,8 +6,14 @@
 #include <headroom/core/importers/ggufreader.h>
 #include <headroom/core/importers/hfconfig.h>
 #include <headroom/core/kvcache.h>
+#include <headroom/core/profiles.h>
+#include <headroom/core/resolve.h>
+
+#include "testconfig.h"
 
 #include <catch2/catch.hpp>
+
+#include <filesystem>
 
 using namespace headroom;
 using headroom::test::GgufWriter;
@@ -179,4 +185,45 @@ TEST_CASE("a hybrid GGUF with a bad SSM key or layer pattern is refused, naming 
     ragged.timeStepRank = 47;
     CHECK_FALSE(importArch(graniteTiny(ragged), &why).has_value());
     CHECK(why.find("not a multiple") != std::string::npos);
+}
+
+TEST_CASE("a qwen3next GGUF: Gated DeltaNet layers but every full_attention_interval-th", "[importers][gguf][hybrid]")
+{
+    // Qwen3-Next-80B-A3B's keys as convert_hf_to_gguf.py writes them (Qwen3NextModel): ssm.state_size =
+    // linear key/value head dim 128, ssm.group_count = 16 key heads, ssm.time_step_rank = 32 value heads,
+    // ssm.inner_size = 32 x 128.
+    GgufWriter w;
+    w.kvString("general.architecture", "qwen3next");
+    w.kvU32("qwen3next.block_count", 48);
+    w.kvU32("qwen3next.embedding_length", 2048);
+    w.kvU32("qwen3next.feed_forward_length", 5120);
+    w.kvU32("qwen3next.attention.head_count", 16);
+    w.kvU32("qwen3next.attention.head_count_kv", 2);
+    w.kvU32("qwen3next.attention.key_length", 256);
+    w.kvU32("qwen3next.attention.value_length", 256);
+    w.kvU32("qwen3next.full_attention_interval", 4);
+    w.kvU32("qwen3next.ssm.conv_kernel", 4);
+    w.kvU32("qwen3next.ssm.state_size", 128);
+    w.kvU32("qwen3next.ssm.group_count", 16);
+    w.kvU32("qwen3next.ssm.time_step_rank", 32);
+    w.kvU32("qwen3next.ssm.inner_size", 4096);
+    w.tensor("output_norm.weight", {2048}, 0);
+    const auto a = importArch(w);
+    REQUIRE(a.has_value());
+
+    const auto profiles = loadProfiles(std::filesystem::path(HEADROOM_SOURCE_DIR) / "profiles");
+    REQUIRE(profiles.has_value());
+    auto model = resolveModel("qwen3-next-80b-a3b", *profiles);
+    REQUIRE(model.has_value());
+    const Architecture& profile = *model->architecture;
+    CHECK(a->hybrid.layerMixers == profile.hybrid.layerMixers);
+    CHECK(a->hybrid.mixerOf(3) == MixerKind::Attention);
+    CHECK(a->hybrid.mixerOf(0) == MixerKind::GatedDeltaNet);
+    CHECK(a->hybrid.linear.convChannels() == profile.hybrid.linear.convChannels());
+    CHECK(a->hybrid.attentionOutputGate);
+    checkSameCache(*a, profile);
+    // 12 attention layers of 2 x 256 K and V; 36 states of conv 3 x 8192 and 32 x 128 x 128.
+    const KvLayout kv = kvLayout(*a, *findKvDtype("bf16"));
+    CHECK(kv.bytesPerToken().value == 12ull * 2 * (256 + 256) * 2);
+    CHECK(kv.stateBytesPerSequence.value == 36ull * (3 * 8192 + 32ull * 128 * 128) * 2);
 }

@@ -649,6 +649,43 @@ std::uint32_t clamp32(std::uint64_t v)
                                                          : static_cast<std::uint32_t>(v);
 }
 
+/// The problem with the size key @p p + @p name (1..@p max), or "" when it is in range; @p out gets it.
+std::string boundedKey(const GgufFile& file, const std::string& p, const char* name, std::uint64_t max,
+                       std::uint32_t& out)
+{
+    auto v = uintKey(file, p + name);
+    if (!v || *v == 0 || *v > max)
+        return p + name + (v ? " is " + std::to_string(*v) : std::string(" is missing")) + ", expected 1.."
+            + std::to_string(max);
+    out = static_cast<std::uint32_t>(*v);
+    return "";
+}
+
+/// qwen3next: see readGgufHybrid.
+std::string readGgufQwen3Next(const GgufFile& file, const std::string& p, Architecture& arch)
+{
+    constexpr std::uint64_t kDimMax = 1u << 14;
+    std::uint32_t interval = 4;
+    if (file.find(p + "full_attention_interval")) {
+        if (std::string e = boundedKey(file, p, "full_attention_interval", arch.layers, interval); !e.empty())
+            return e;
+    }
+    LinearAttentionConfig& l = arch.hybrid.linear;
+    std::uint32_t headDim = 0;
+    for (const auto& [name, out] : {std::pair<const char*, std::uint32_t*>{"ssm.conv_kernel", &l.convKernel},
+                                    {"ssm.state_size", &headDim}, {"ssm.group_count", &l.keyHeads},
+                                    {"ssm.time_step_rank", &l.valueHeads}})
+        if (std::string e = boundedKey(file, p, name, kDimMax, *out); !e.empty())
+            return e;
+    l.keyHeadDim = headDim;
+    l.valueHeadDim = headDim;
+    arch.hybrid.attentionOutputGate = true;
+    arch.hybrid.layerMixers.clear();
+    for (std::uint32_t i = 0; i < arch.layers; ++i)
+        arch.hybrid.layerMixers.push_back((i + 1) % interval == 0 ? MixerKind::Attention : MixerKind::GatedDeltaNet);
+    return "";
+}
+
 /// Per-layer mixers and Mamba shapes of a hybrid GGUF, as llama.cpp reads them: src/llama-arch.cpp
 /// LLM_KV names `{arch}.ssm.conv_kernel`, `.ssm.inner_size`, `.ssm.state_size`, `.ssm.time_step_rank`,
 /// `.ssm.group_count`; src/llama-model.cpp llama_model::load_hparams, the cases LLM_ARCH_JAMBA,
@@ -659,7 +696,11 @@ std::uint32_t clamp32(std::uint64_t v)
 ///     jamba's Mamba-1 (dt rank = ssm.time_step_rank);
 ///   nemotron_h: recurrent iff head_count_kv(i) == 0 and feed_forward_length(i) == 0; a block
 ///     with head_count_kv 0 and an FFN is an MLP alone; a block is a mixer or an MLP;
-///   falcon-h1: every layer recurrent beside its attention (recurrent_layer_arr all true).
+///   falcon-h1: every layer recurrent beside its attention (recurrent_layer_arr all true);
+///   qwen3next: Gated DeltaNet except every `full_attention_interval`-th layer (default 4: layer i
+///     recurrent when (i + 1) % interval != 0), head_k_dim = head_v_dim = ssm.state_size, key heads
+///     ssm.group_count, value heads ssm.time_step_rank (load_tensors, LLM_ARCH_QWEN3NEXT), its attention
+///     output gated.
 /// Mamba-2 in llama.cpp: heads = ssm.time_step_rank, head_dim = ssm.inner_size / heads,
 /// groups = ssm.group_count (llm_graph_context_mamba::build_mamba2_layer).
 /// Returns an empty string, "" also for a family that is not hybrid, or the problem naming the key.
@@ -667,6 +708,8 @@ std::string readGgufHybrid(const GgufFile& file, const std::string& a, const std
                            const LayerValues& kv, const LayerValues& ff)
 {
     const bool granite = a == "granitehybrid", jamba = a == "jamba", nemotron = a == "nemotron_h", falcon = a == "falcon-h1";
+    if (a == "qwen3next")
+        return readGgufQwen3Next(file, p, arch);
     if (!granite && !jamba && !nemotron && !falcon)
         return "";
     std::vector<MixerKind> mixers;
