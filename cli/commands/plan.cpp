@@ -231,12 +231,25 @@ void printFrontier(const std::vector<PlanResult>& plans, const std::vector<PlanR
     for (const PlanResult& p : plans) {
         out << p.modelId << " " << p.formatId << " on " << p.cardId << ": " << formatThousands(p.maxResidentTokens)
             << " resident tokens (" << fitStateLabel(p.verdict.state) << ")\n";
+        // Recurrent layers (SSM, linear attention) keep a fixed state per sequence (KvLayout,
+        // computed in core): the frontier says so and shows it growing with users, not context.
+        const Bytes state = p.kv.stateBytesPerSequence;
+        const bool recurrent = p.kv.recurrentLayers > 0 && state.value > 0;
         TextTable t;
         t.addColumn("users", Align::Right);
         t.addColumn("max context", Align::Right);
         t.addColumn("resident tokens", Align::Right);
-        for (const FrontierPoint& f : p.frontier)
-            t.addRow({tokens(f.users), tokens(f.contextTokens), tokens(f.users * f.contextTokens)});
+        if (recurrent)
+            t.addColumn("recurrent state", Align::Right);
+        for (const FrontierPoint& f : p.frontier) {
+            std::vector<std::string> row{tokens(f.users), tokens(f.contextTokens), tokens(f.users * f.contextTokens)};
+            if (recurrent)
+                row.push_back(formatBytes(Bytes{f.users * state.value}));
+            t.addRow(row);
+        }
+        if (recurrent && p.verdict.loads())
+            out << "  " << p.kv.recurrentLayers << " recurrent layers keep " << formatBytes(state)
+                << " of state per user, whatever the context\n";
         if (p.frontier.empty() || !p.verdict.loads())
             out << "  " << p.verdict.reason << '\n';
         else

@@ -30,6 +30,12 @@ add_test(NAME cli_table_json COMMAND ${_cli} table -m llama-2-7b qwen2.5-0.5b -w
 set_tests_properties(cli_table_json PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "^\\[.*\"card\": \"24GB\"")
 add_test(NAME cli_frontier COMMAND ${_cli} frontier -m qwen2.5-0.5b -c 8GiB)
 set_tests_properties(cli_frontier PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "users +max context")
+# Issue 15: a hybrid's state per sequence does not grow with the context, and the frontier shows it.
+# granite-4.0-h-tiny: 36 Mamba-2 layers, 55.37 MiB of f32 state a sequence (llama.cpp's RS buffer
+# 221.48 MiB for 4 sequences); 8 users hold 8 x 55.37 = 442.97 MiB, whatever their context.
+add_test(NAME cli_frontier_recurrent_state COMMAND ${_cli} frontier -m granite-4.0-h-tiny -w bf16 -c rtx-4090 --engine llama.cpp)
+set_tests_properties(cli_frontier_recurrent_state PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+  "36 recurrent layers keep 55.37 MiB of state per user, whatever the context.*recurrent state.* 8 +[0-9,]+ +[0-9,]+ +442.97 MiB")
 add_test(NAME cli_speed COMMAND ${_cli} speed -m llama-3.1-8b -w int4-g128 -c rtx-4090 --acceptance 0.9 --draft-tokens 8 --draft-cost 0.1)
 set_tests_properties(cli_speed PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "speed-up 3.40x")
 foreach(list models cards formats engines)
