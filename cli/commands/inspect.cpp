@@ -36,6 +36,33 @@ std::optional<std::uint64_t> kvBytesPerToken(const ImportedModel& model)
     }
 }
 
+/// The recurrent layers (SSM, linear attention) of a hybrid and their state per sequence, in bytes,
+/// with 2-byte elements (vLLM's default, the model dtype) and 4-byte ones (llama.cpp's f32 R/S
+/// caches; kvcache.h kvLayout); nullopt for a model without recurrent layers or architecture.
+struct RecurrentState {
+    std::uint32_t layers = 0;
+    std::uint64_t bytes16 = 0; ///< per sequence, 16-bit state (vLLM)
+    std::uint64_t bytes32 = 0; ///< per sequence, f32 state (llama.cpp)
+};
+
+std::optional<RecurrentState> recurrentState(const ImportedModel& model)
+{
+    if (!model.architecture || !validateArchitecture(*model.architecture).empty())
+        return std::nullopt;
+    const auto fp16 = findKvDtype("fp16");
+    if (!fp16)
+        return std::nullopt;
+    try {
+        const KvLayout half = kvLayout(*model.architecture, *fp16, *fp16, 1, 0, 0, 2);
+        if (half.recurrentLayers == 0)
+            return std::nullopt;
+        const KvLayout full = kvLayout(*model.architecture, *fp16, *fp16, 1, 0, 0, 4);
+        return RecurrentState{half.recurrentLayers, half.stateBytesPerSequence.value, full.stateBytesPerSequence.value};
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 std::string architectureLine(const ImportedModel& m)
 {
     if (!m.architecture)
@@ -91,6 +118,11 @@ nlohmann::ordered_json toJson(const ImportedModel& m)
     else
         j["kv_bytes_per_token"] = nullptr;
     j["kv_dtype"] = "fp16";
+    if (auto st = recurrentState(m)) {
+        j["recurrent_layers"] = st->layers;
+        j["state_bytes_per_sequence_16bit"] = st->bytes16;
+        j["state_bytes_per_sequence_f32"] = st->bytes32;
+    }
     j["context_length_tokens"] = m.contextLength;
     j["content_hash"] = m.contentHash;
     j["warnings"] = m.warnings;
@@ -121,6 +153,10 @@ void printText(const ImportedModel& m, std::ostream& out)
         row("KV per token", formatThousands(*kv) + " B (fp16 cache)");
     else
         row("KV per token", "unknown (no architecture)");
+    if (auto st = recurrentState(m))
+        row("state", std::to_string(st->layers) + " recurrent layers, " + formatBytes(Bytes{st->bytes16})
+                         + " a sequence in 16 bits (vLLM), " + formatBytes(Bytes{st->bytes32})
+                         + " in f32 (llama.cpp), whatever the context");
     row("context length", m.contextLength ? formatThousands(m.contextLength) + " tokens" : std::string("unknown"));
     row("content hash", m.contentHash);
     if (!m.warnings.empty()) {

@@ -37,3 +37,16 @@ set_tests_properties(cli_inspect_missing_message PROPERTIES PASS_REGULAR_EXPRESS
   FAIL_REGULAR_EXPRESSION "Usage")
 add_test(NAME cli_inspect_no_path COMMAND ${_cli} inspect)
 set_tests_properties(cli_inspect_no_path PROPERTIES WILL_FAIL TRUE)
+
+# Issue 15: a hybrid's recurrent state per sequence, said by inspect. Falcon-H1-1.5B-Instruct's
+# config as the engine-log case llama.cpp-b9000-falcon-h1-1.5b-jetson-orin-nano-ctx32768-hybrid
+# quotes it (https://huggingface.co/tiiuae/Falcon-H1-1.5B-Instruct/blob/main/config.json): llama.cpp
+# printed "RS buffer size = 72.98 MiB" for its one sequence (GeniePod/genie-claw#410).
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/falcon-h1-1.5b/config.json [[{"model_type": "falcon_h1", "hidden_size": 2048,
+ "intermediate_size": 4608, "num_hidden_layers": 24, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+ "vocab_size": 65537, "max_position_embeddings": 131072, "tie_word_embeddings": false, "mamba_d_ssm": 3072,
+ "mamba_n_heads": 48, "mamba_d_head": 64, "mamba_d_state": 256, "mamba_n_groups": 1, "mamba_d_conv": 4,
+ "mamba_expand": 2, "torch_dtype": "bfloat16"}]])
+add_test(NAME cli_inspect_hybrid_state COMMAND ${_cli} inspect ${CMAKE_CURRENT_BINARY_DIR}/falcon-h1-1.5b/config.json)
+set_tests_properties(cli_inspect_hybrid_state PROPERTIES PASS_REGULAR_EXPRESSION
+  "state +24 recurrent layers, 36.49 MiB a sequence in 16 bits \\(vLLM\\), 72.98 MiB in f32 \\(llama.cpp\\), whatever the context")
