@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
+#include <mutex>
 
 namespace headroom {
 
@@ -579,6 +581,41 @@ Bytes nominalWeightBytes(std::uint64_t parameters, const WeightFormat& format)
 {
     const long double bits = static_cast<long double>(parameters) * format.nominalBitsPerWeight();
     return Bytes{static_cast<std::uint64_t>(std::ceil(bits / 8.0L))};
+}
+
+std::shared_ptr<const PricedTensorsEntry> sharedPricedTensors(const Architecture& arch, const WeightFormat& format)
+{
+    struct Slot {
+        Architecture arch;
+        WeightFormat format;
+        std::shared_ptr<const PricedTensorsEntry> entry;
+    };
+    constexpr std::size_t kSlots = 32;
+    static std::mutex mutex;
+    static std::deque<Slot> slots; // most recently used first
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        for (auto it = slots.begin(); it != slots.end(); ++it)
+            if (it->format == format && it->arch == arch) {
+                std::shared_ptr<const PricedTensorsEntry> hit = it->entry;
+                if (it != slots.begin()) {
+                    Slot moved = std::move(*it);
+                    slots.erase(it);
+                    slots.push_front(std::move(moved));
+                }
+                return hit;
+            }
+    }
+    // Priced outside the lock (a miss costs a plan's listing); two threads missing on the same
+    // key both price it and the second insert is a duplicate that ages out.
+    auto entry = std::make_shared<PricedTensorsEntry>();
+    entry->list = priceTensors(arch, format);
+    entry->bill = weightBill(entry->list);
+    const std::lock_guard<std::mutex> lock(mutex);
+    slots.push_front(Slot{arch, format, entry});
+    if (slots.size() > kSlots)
+        slots.pop_back();
+    return entry;
 }
 
 } // namespace headroom

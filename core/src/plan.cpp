@@ -148,10 +148,10 @@ private:
         const std::uint32_t tp = m_setup.tensorParallel;
         const std::uint32_t pp = m_setup.pipelineParallel;
         // One list, priced once, for the bill, the busiest device and the speed inputs.
-        m_tensors = priceTensors(m_arch, m_r.format);
-        const WeightBill bill = weightBill(m_tensors);
+        m_tensors = sharedPricedTensors(m_arch, m_r.format);
+        const WeightBill& bill = m_tensors->bill;
         m_out.weightsByRole = bill.bytesByRole;
-        const DeviceWeights device = busiestDevice(m_arch, m_tensors, tp, pp);
+        const DeviceWeights device = busiestDevice(m_arch, m_tensors->list, tp, pp);
         m_firstLayer = device.firstLayer;
         m_layerCount = device.layerCount;
         const std::optional<std::uint64_t> nominal =
@@ -356,7 +356,7 @@ private:
         const double tflops = cal.peakTflops.value_or(m_r.card.fp16Tflops);
         if (bandwidth <= 0)
             return;
-        SpeedInputs in = speedInputs(m_arch, m_tensors.tensors, m_out.weightsBytes, m_out.kvBytesPerToken, bandwidth, tflops);
+        SpeedInputs in = speedInputs(m_arch, m_tensors->list.tensors, m_out.weightsBytes, m_out.kvBytesPerToken, bandwidth, tflops);
         in.calibrated = cal.bandwidthGBps.has_value();
         const std::uint64_t ctx = m_out.contextTokens > 0 ? m_out.contextTokens : 1;
         m_out.speed = summarizeSpeed(in, m_out.users, ctx);
@@ -470,7 +470,9 @@ private:
     KvDtype m_kvDtype;
     std::optional<PlanRequest> m_question;
     PlanResult m_out;
-    PricedTensors m_tensors; ///< listTensors(m_arch) priced in the request's format (priceWeights)
+    /// listTensors(m_arch) priced in the request's format and its bill (priceWeights; shared
+    /// between plans of the same model and format, parameters.h sharedPricedTensors)
+    std::shared_ptr<const PricedTensorsEntry> m_tensors;
     std::uint32_t m_firstLayer = 0;
     std::uint32_t m_layerCount = 0;
     bool m_weightsFit = false;

@@ -59,7 +59,8 @@ std::vector<std::vector<Parameter>> layerParameters(const Architecture& arch, co
                                                     std::uint32_t tp, std::uint32_t stageLayers)
 {
     std::vector<std::vector<Parameter>> layers(stageLayers);
-    const PricedTensors list = priceTensors(arch, format);
+    const std::shared_ptr<const PricedTensorsEntry> shared = sharedPricedTensors(arch, format);
+    const PricedTensors& list = shared->list;
     for (std::size_t i = 0; i < list.tensors.size(); ++i) {
         const TensorSpec& t = list.tensors[i];
         if (t.layer < 0 || static_cast<std::uint32_t>(t.layer) >= stageLayers)

@@ -42,6 +42,8 @@ struct MoeConfig {
     {
         return enabled() && i >= denseFirstLayers && (layerStep <= 1 || (i + 1) % layerStep == 0);
     }
+    /// Member-wise equality.
+    bool operator==(const MoeConfig&) const = default;
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 §2.1): the cache holds one
@@ -62,6 +64,8 @@ struct MlaConfig {
     bool enabled() const { return kvLoraRank > 0; }
     /// True when the cache holds the compressed latent (MLA enabled and not fullKvCache).
     bool cachesLatent() const { return enabled() && !fullKvCache; }
+    /// Member-wise equality.
+    bool operator==(const MlaConfig&) const = default;
 };
 
 /// Sliding-window attention: some layers attend only to the last windowTokens tokens, so their
@@ -80,6 +84,8 @@ struct SlidingWindowConfig {
             return false;
         return slidingLayers.empty() || (i < slidingLayers.size() && slidingLayers[i]);
     }
+    /// Member-wise equality.
+    bool operator==(const SlidingWindowConfig&) const = default;
 };
 
 /// What mixes tokens in a layer. Recurrent mixers keep a fixed state per sequence instead of K
@@ -124,6 +130,8 @@ struct LinearAttentionConfig {
     {
         return 2 * std::uint64_t{keyHeads} * keyHeadDim + std::uint64_t{valueHeads} * valueHeadDim;
     }
+    /// Member-wise equality.
+    bool operator==(const LinearAttentionConfig&) const = default;
 };
 
 /// Mamba (state-space) mixer shapes: config.json mamba_* / ssm_* keys (element counts).
@@ -140,6 +148,8 @@ struct SsmConfig {
 
     /// Channels of the depthwise conv: d_inner + 2 x groups x d_state (Mamba-1: groups 0, d_inner).
     std::uint64_t convChannels() const { return innerSize + 2 * std::uint64_t{groups} * stateSize; }
+    /// Member-wise equality.
+    bool operator==(const SsmConfig&) const = default;
 };
 
 /// Hybrid models: the mixer of each layer. Empty = attention everywhere.
@@ -172,6 +182,8 @@ struct HybridConfig {
     }
     /// Whether layer @p i has an MLP (or MoE) block.
     bool hasMlp(std::uint32_t i) const { return !blockIsMixerOrMlp || mixerOf(i) == MixerKind::MlpOnly; }
+    /// Member-wise equality.
+    bool operator==(const HybridConfig&) const = default;
 };
 
 /// The recurrent state of one layer for one sequence on one rank, in elements: what vLLM's
@@ -196,6 +208,8 @@ struct RopeScaling {
     std::uint64_t originalContextLength = 0; ///< original_max_position_embeddings; 0 = not given
 
     bool enabled() const { return !type.empty(); }
+    /// Member-wise equality.
+    bool operator==(const RopeScaling&) const = default;
 };
 
 /// The vision encoder of a multimodal model; each kind has its own tensor list (parameters.cpp,
@@ -251,6 +265,8 @@ struct VisionConfig {
     {
         return patchSize > 0 ? std::uint64_t{imageSize / patchSize} * (imageSize / patchSize) : 0;
     }
+    /// Member-wise equality.
+    bool operator==(const VisionConfig&) const = default;
 };
 
 /// "attention", "gated_deltanet", "mamba", "mamba2", "mlp", "attention_mamba2".
@@ -301,6 +317,8 @@ struct Architecture {
     }
     /// d_v.
     std::uint32_t valueDim() const { return valueHeadDim != 0 ? valueHeadDim : headDim; }
+    /// Member-wise equality (the priced-tensor cache of parameters.h keys on it).
+    bool operator==(const Architecture&) const = default;
 };
 
 /// The state of layer @p layer of @p arch per sequence on one of @p tp ranks ({0, 0} for a layer

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,20 @@ struct PricedTensors {
 /// (ggufFileType != 0) the tensors llama.cpp's converter adds that no Hugging Face checkpoint
 /// holds (ggufOnlyTensors).
 PricedTensors priceTensors(const Architecture& arch, const WeightFormat& format);
+
+/// A priced list and its weights bill, as the process-wide cache of sharedPricedTensors keeps them.
+struct PricedTensorsEntry {
+    PricedTensors list;
+    WeightBill bill;   ///< weightBill(list)
+};
+
+/// priceTensors(arch, format) and its weightBill, made once per (architecture, format) in this
+/// process and shared: the what-fits grid plans one model in a dozen formats on several cards,
+/// and listing ~300 tensors (a name string each) was a third of a plan (issue 9, bench
+/// BM_WhatFitsGrid). The cache keeps the 32 most recently made entries, keyed by member-wise
+/// equality of both arguments (Architecture::operator==, WeightFormat::operator==), and is safe
+/// to call from several threads. The entry is immutable and outlives the cache's eviction of it.
+std::shared_ptr<const PricedTensorsEntry> sharedPricedTensors(const Architecture& arch, const WeightFormat& format);
 
 /// Tensors a GGUF file of @p arch holds beyond the checkpoint's: llama's rope_freqs.weight, F32
 /// [head_dim / 2], which convert_hf_to_gguf.py LlamaModel.generate_extra_tensors writes when

@@ -68,6 +68,8 @@ struct WeightFormat {
     /// int4-g128 4.125, nf4-b64 4.25): bitsPerWeight() for group/block formats, `bits` for
     /// per-tensor and per-row formats whose scale cost vanishes on large matrices.
     double nominalBitsPerWeight() const;
+    /// Member-wise equality (the priced-tensor cache of parameters.h keys on it).
+    bool operator==(const WeightFormat&) const = default;
 };
 
 /// Exact bytes of a weight matrix of @p rows x @p cols (rows = output features, cols = input
