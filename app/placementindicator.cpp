@@ -33,7 +33,12 @@ QString placementText(Placement placement)
     return label;
 }
 
-QIcon placementIcon(Placement placement)
+namespace {
+
+// An icon at 16 and 32 px drawn by @p draw on a transparent pixmap, in the palette's text colour:
+// draw(painter, disc, pen) gets the disc inscribed with a margin of one pen width (size / 8).
+template <typename Draw>
+QIcon drawnIcon(Draw draw)
 {
     const QColor ink = QGuiApplication::palette().color(QPalette::Text);
     QIcon icon;
@@ -44,6 +49,18 @@ QIcon placementIcon(Placement placement)
         p.setRenderHint(QPainter::Antialiasing);
         const qreal pen = size / 8.0;
         const QRectF disc(pen, pen, size - 2 * pen, size - 2 * pen);
+        draw(p, disc, pen, ink);
+        p.end();
+        icon.addPixmap(pm);
+    }
+    return icon;
+}
+
+} // namespace
+
+QIcon placementIcon(Placement placement)
+{
+    return drawnIcon([placement](QPainter& p, const QRectF& disc, qreal pen, const QColor& ink) {
         p.setPen(QPen(ink, pen));
         switch (placement) {
         case Placement::FullGpu:
@@ -70,10 +87,7 @@ QIcon placementIcon(Placement placement)
             p.drawLine(disc.topRight(), disc.bottomLeft());
             break;
         }
-        p.end();
-        icon.addPixmap(pm);
-    }
-    return icon;
+    });
 }
 
 QString engineCannotRunGlyph() { return QStringLiteral("\u2298"); }
@@ -82,24 +96,13 @@ QString engineCannotRunText() { return QStringLiteral("not supported by the engi
 
 QIcon engineCannotRunIcon()
 {
-    const QColor ink = QGuiApplication::palette().color(QPalette::Text);
-    QIcon icon;
-    for (const int size : {16, 32}) {
-        QPixmap pm(size, size);
-        pm.fill(Qt::transparent);
-        QPainter p(&pm);
-        p.setRenderHint(QPainter::Antialiasing);
-        const qreal pen = size / 8.0;
-        const QRectF disc(pen, pen, size - 2 * pen, size - 2 * pen);
+    return drawnIcon([](QPainter& p, const QRectF& disc, qreal pen, const QColor& ink) {
         p.setPen(QPen(ink, pen, Qt::SolidLine, Qt::RoundCap));
         p.setBrush(Qt::NoBrush);
         p.drawEllipse(disc);
         const qreal inset = disc.width() * 0.15;
         p.drawLine(QPointF(disc.left() + inset, disc.bottom() - inset), QPointF(disc.right() - inset, disc.top() + inset));
-        p.end();
-        icon.addPixmap(pm);
-    }
-    return icon;
+    });
 }
 
 QString placementToolTip(const PlanResult& plan)

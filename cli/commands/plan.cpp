@@ -25,16 +25,27 @@ std::string users(std::uint64_t n) { return formatThousands(n) + (n == 1 ? " use
 // The name people know a model by; the id (a path for an imported model) when it has none.
 std::string modelName(const PlanRequest& r) { return r.model.name.empty() ? r.model.id : r.model.name; }
 
-void printBill(const PlanResult& p, std::ostream& out)
+// The bill's table: a term's name, its bytes, the same in GiB/MiB, and how it is sized.
+TextTable memoryTable()
 {
     TextTable t;
     t.addColumn("memory");
     t.addColumn("bytes", Align::Right);
     t.addColumn("size", Align::Right);
     t.addColumn("how");
-    const auto row = [&](const std::string& name, Bytes b, const std::string& how) {
-        t.addRow({name, formatThousands(b.value), formatBytes(b), how});
-    };
+    return t;
+}
+
+// One term of memoryTable(): @p b in bytes (with thousands separators) and formatted.
+void addMemoryRow(TextTable& t, const std::string& name, Bytes b, const std::string& how)
+{
+    t.addRow({name, formatThousands(b.value), formatBytes(b), how});
+}
+
+void printBill(const PlanResult& p, std::ostream& out)
+{
+    TextTable t = memoryTable();
+    const auto row = [&](const std::string& name, Bytes b, const std::string& how) { addMemoryRow(t, name, b, how); };
     row("card total", p.cardTotalBytes, "driver-reported total");
     for (const OverheadItem& r : p.reserved)
         row("- " + r.name, r.bytes, r.note);
@@ -51,14 +62,8 @@ void printBill(const PlanResult& p, std::ostream& out)
 // Ollama prints no per-device buffers: its GPU side is the plan's own bill, printed before.
 void printSplitBill(const PlanResult& p, const SplitBill& split, std::ostream& out)
 {
-    TextTable t;
-    t.addColumn("memory");
-    t.addColumn("bytes", Align::Right);
-    t.addColumn("size", Align::Right);
-    t.addColumn("how");
-    const auto row = [&](const std::string& name, Bytes b, const std::string& how) {
-        t.addRow({name, formatThousands(b.value), formatBytes(b), how});
-    };
+    TextTable t = memoryTable();
+    const auto row = [&](const std::string& name, Bytes b, const std::string& how) { addMemoryRow(t, name, b, how); };
     const std::string layers = formatThousands(split.gpuLayers) + " of " + formatThousands(split.totalLayers) + " layers";
     if (!split.gpu.empty()) {
         t.addRow({"GPU side", "", "", layers + " on the GPU (-ngl " + std::to_string(split.gpuLayers) + ")"});
