@@ -6,6 +6,7 @@
 
 #include "common.h"
 
+#include "headroom/core/engines/llamacppfit.h"
 #include "headroom/core/engines/llamacppmemory.h"
 #include "headroom/core/engines/llamacppoffload.h"
 #include "headroom/core/parameters.h"
@@ -46,8 +47,18 @@ const std::vector<SettingSpec>& llamaSettings()
         makeSpec("tensor-split", SettingType::List, "",
                  "each GPU's share of the offloaded layers, in device order (\"3,1\"); default: one GPU", 0, 0, {},
                  {"ts"}),
-        makeSpec("fit-target", SettingType::Integer, "", "MiB kept free per device by --fit; default: the profile's (1024)",
-                 0, 1 << 24, {}, {"fitt"}),
+        makeSpec("fit", SettingType::Choice, "",
+                 "-fit on|off: fit the unset context and layers to free memory (common/fit.cpp); default: on (builds "
+                 "before b7400: off, they have no --fit)",
+                 0, 0, {"on", "off"}),
+        makeSpec("fit-target", SettingType::List, "",
+                 "MiB kept free per device by --fit, one value for all or one per device (\"1024,2048\"); default: the "
+                 "profile's (1024)",
+                 0, 0, {}, {"fitt"}),
+        makeSpec("fit-ctx", SettingType::Integer, "",
+                 "smallest context --fit lowers an unset context to; default: the profile's (4096); ctx-size=0 keeps "
+                 "the trained context",
+                 0, kMaxTokens, {}, {"fitc"}),
     };
     return specs;
 }
@@ -94,17 +105,23 @@ public:
         if (s.given("parallel"))
             setup.askedUsers = setup.users;
         // ctx-size is the total over the sequences; --context is per sequence.
+        // ctx-size=0 is the trained context, kept: with --fit (common/arg.cpp: -c 0 sets
+        // fit_params_min_ctx = UINT32_MAX, "user has requested full context size") n_ctx_train for
+        // every stream (n_ctx = n_ctx_train x n_streams, common/fit.cpp), without it n_ctx_train
+        // over all sequences (src/llama-context.cpp: n_ctx 0 takes n_ctx_train).
         if (s.given("ctx-size")) {
             const std::uint64_t total = *s.integer("ctx-size");
-            const std::uint64_t perSeq = total == 0 ? arch.contextLength : total / setup.users;
+            const bool unifiedKv = s.boolean("kv-unified").value_or(false);
+            const bool fits = fitOn(r, s);
+            const std::uint64_t perSeq = total > 0 ? total / setup.users
+                                                   : (fits && !unifiedKv ? arch.contextLength : arch.contextLength / setup.users);
             if (r.contextTokens && *r.contextTokens != perSeq)
                 return tl::unexpected("--context " + std::to_string(*r.contextTokens) + " and " + name + " setting ctx-size="
                                       + std::to_string(total) + " (" + std::to_string(perSeq) + " per sequence of "
                                       + std::to_string(setup.users) + ") disagree: give one of them, or agreeing values");
             setup.contextTokens = perSeq;
-            setup.contextAsked = total > 0;
-            if (total > 0)
-                setup.askedContextTokens = perSeq;
+            setup.contextAsked = true;
+            setup.askedContextTokens = perSeq;
         } else {
             s.setDerived(derivedInteger("ctx-size", checkedMul(setup.contextTokens, setup.users, "ctx-size")));
         }
@@ -137,8 +154,14 @@ public:
         auto layers = reconcileCount(ngl, "--offload", s, "n-gpu-layers", name);
         if (!layers)
             return tl::unexpected(layers.error());
+        if (!s.find("fit"))
+            s.setDerived(derivedChoice("fit", fitOn(r, s) ? "on" : "off"));
         if (!s.find("fit-target"))
-            s.setDerived(derivedInteger("fit-target", r.engine.fixedReserve.value / kMiB));
+            s.setDerived(derivedChoice("fit-target", std::to_string(r.engine.fixedReserve.value / kMiB)));
+        else if (auto t = fitTargetsMiB(s, r.moreGpus.size() + 1); !t)
+            return tl::unexpected(t.error());
+        if (!s.find("fit-ctx"))
+            s.setDerived(derivedInteger("fit-ctx", r.engine.minContextTokens));
         if (!r.moreGpus.empty()) {
             auto split = tensorSplitOfCards(r, s);
             if (!split)
@@ -164,9 +187,11 @@ public:
     EngineBill bill(const EngineInputs& in) const override
     {
         const PlanRequest& r = in.request;
-        const Bytes reserve{checkedMul(in.settings.integer("fit-target").value_or(r.engine.fixedReserve.value / kMiB),
-                                       kMiB, "fit-target")};
-        const llamacpp::ContextSettings ctx = contextSettings(in);
+        const std::vector<std::uint64_t> targets = fitTargetsMiB(in.settings, r.moreGpus.size() + 1)
+                                                       .value_or(std::vector<std::uint64_t>(r.moreGpus.size() + 1,
+                                                                                            r.engine.fixedReserve.value / kMiB));
+        const Bytes reserve{checkedMul(targets.front(), kMiB, "fit-target")};
+        llamacpp::ContextSettings ctx = contextSettings(in);
         EngineBill b;
         // --fit keeps its target free of what the device has free now (common/fit.cpp: free - target).
         const Bytes free = r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes;
@@ -175,8 +200,12 @@ public:
             b.reserved.push_back(item("other_processes", r.card.totalBytes - free, "held by other processes (--free/--used)"));
         b.reserved.push_back(item("fit_margin", reserve, "llama.cpp --fit target free per device"));
         const MeasuredOverheads& m = r.measured;
-        b.overheads.push_back(item("cuda_context", m.runtimeBytes.value_or(r.engine.runtimeBytes),
-                                   m.runtimeBytes ? "measured" : "CUDA context (engine profile)"));
+        const Bytes runtime = m.runtimeBytes.value_or(r.engine.runtimeBytes);
+        b.overheads.push_back(item("cuda_context", runtime, m.runtimeBytes ? "measured" : "CUDA context (engine profile)"));
+        // --fit runs before the model loads: the context of every figure below is the one it leaves.
+        const Placement placed = fitPlacement(in, ctx, runtime, targets);
+        ctx.ctxSizeTokens = placed.ctxSizeTokens;
+        fitFigures(placed, b);
         const llamacpp::ComputeBill compute = llamacpp::computeBuffer(in.arch, ctx);
         const llamacpp::ContextSizes sizes = llamacpp::contextSizes(in.arch, ctx);
         b.overheads.push_back(item("compute_buffer", m.activationPeakBytes.value_or(compute.deviceBytes),
@@ -195,7 +224,7 @@ public:
                               + formatBytes(deviceWeights) + " of weights");
         if (auto why = llamacpp::refusal(in.arch, ctx))
             b.refusals.push_back({FitLimit::EngineRefusesToStart, *why}); // src/llama-context.cpp llama_init_from_model
-        offloadFigures(in, ctx, b);
+        offloadFigures(in, ctx, placed, b);
         const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, ctx);
         const std::string src = "src/llama-context.cpp, src/llama-kv-cache.cpp";
         b.figures.push_back({"n_ctx", static_cast<double>(sizes.nCtx), "tokens",
@@ -252,42 +281,161 @@ private:
         return {};
     }
 
-    // The layer split (issue 11): with -ngl given, or when the whole model does not fit the
-    // device, the most layers that do (what --fit does once the context is at its minimum);
-    // figures offload_gpu_layers/offload_total_layers/host_*_bytes, read by the verdict
-    // (FitState::PartialOffload) and by `flags` (-ngl).
-    static void offloadFigures(const EngineInputs& in, const llamacpp::ContextSettings& ctx, EngineBill& b)
+    // Whether this plan runs --fit: the setting, else on for every build that has it (common/arg.cpp
+    // -fit, default on: common/common.h fit_params = true). --fit came with ggml-org/llama.cpp PR
+    // #16653 (opened 2025-10-18; issue #18097 of 2025-12-16 runs it at b7437): builds numbered
+    // below b7400 are taken as before it; a version that is not a build number is current.
+    static bool fitOn(const PlanRequest& r, const EngineSettings& s)
+    {
+        if (auto t = s.text("fit"))
+            return *t == "on";
+        const std::string& v = r.engine.requestedVersion;
+        if (v.size() < 2 || v.size() > 8 || v[0] != 'b' || v.find_first_not_of("0123456789", 1) != std::string::npos)
+            return true;
+        return std::stoul(v.substr(1)) >= 7400;
+    }
+
+    // --fit-target: one MiB value for every device or one per device (common/arg.cpp -fitt: "single
+    // value is broadcast across all devices"); more values than devices is an error here.
+    static tl::expected<std::vector<std::uint64_t>, std::string> fitTargetsMiB(const EngineSettings& s, std::size_t devices)
+    {
+        const std::optional<std::string> text = s.text("fit-target");
+        if (!text || text->empty())
+            return tl::unexpected(std::string("fit-target: no value"));
+        auto parsed = llamacpp::parseTensorSplit(*text);
+        if (!parsed)
+            return tl::unexpected("fit-target: " + parsed.error());
+        std::vector<std::uint64_t> out;
+        for (double v : *parsed) {
+            if (v != static_cast<double>(static_cast<std::uint64_t>(v)) || v > static_cast<double>(1u << 24))
+                return tl::unexpected("fit-target=" + *text + ": expected whole MiB values up to 16777216, found "
+                                      + std::to_string(v));
+            out.push_back(static_cast<std::uint64_t>(v));
+        }
+        if (out.size() == 1)
+            out.assign(devices, out.front());
+        if (out.size() != devices)
+            return tl::unexpected("fit-target=" + *text + " names " + std::to_string(parsed->size())
+                                  + " devices, the plan has " + std::to_string(devices)
+                                  + " (--card): give one value, or one per device");
+        return out;
+    }
+
+    // What llama.cpp loads with: the context and the placement after --fit (llamacppfit.h), or as
+    // given without it.
+    struct Placement {
+        llamacpp::OffloadTensors tensors;
+        llamacpp::OffloadSettings offload;   // -ngl (-1 = all), --n-cpu-moe, -ts, --no-kv-offload, --fit's overrides
+        std::uint64_t ctxSizeTokens = 0;     // cparams.n_ctx
+        bool layersAsked = false;            // -ngl or --offload given
+        bool fit = false;                    // --fit ran
+        std::optional<llamacpp::FitResult> result;
+        Bytes budget;                        // the busiest device's free - target - runtime
+    };
+
+    static Placement fitPlacement(const EngineInputs& in, const llamacpp::ContextSettings& ctx, Bytes runtime,
+                                  const std::vector<std::uint64_t>& targetsMiB)
     {
         const EngineSettings& s = in.settings;
-        llamacpp::OffloadSettings o;
+        const PlanRequest& r = in.request;
+        Placement p;
+        llamacpp::OffloadSettings& o = p.offload;
         o.cpuMoeLayers = static_cast<std::uint32_t>(std::min<std::uint64_t>(s.integer("n-cpu-moe").value_or(0), 1u << 20));
         o.kvOffload = !s.boolean("no-kv-offload").value_or(false);
-        o.outputFirst = llamacpp::offloadsOutputFirst(in.request.engine.requestedVersion);
+        o.outputFirst = llamacpp::offloadsOutputFirst(r.engine.requestedVersion);
         o.cpuRepack = !s.boolean("no-repack").value_or(false);
-        o.tensorOrder = in.request.model.ggufTensorOrder;
+        o.tensorOrder = r.model.ggufTensorOrder;
         if (auto ts = s.text("tensor-split"); ts && !ts->empty())
             if (auto parsed = llamacpp::parseTensorSplit(*ts))
                 o.tensorSplit = *parsed;
+        p.layersAsked = s.given("n-gpu-layers") || r.gpuLayers.has_value();
+        if (const std::optional<std::uint64_t> ngl = s.integer("n-gpu-layers"); p.layersAsked)
+            o.gpuLayers = static_cast<std::int64_t>(ngl ? *ngl : r.gpuLayers.value_or(0));
+        p.tensors = llamacpp::offloadTensors(in.arch, r.format, o.tensorOrder);
+        // The context is unset when neither --context nor ctx-size > 0 was given (n_ctx == 0).
+        const bool explicitZero = s.given("ctx-size") && s.integer("ctx-size").value_or(1) == 0;
+        const bool contextAuto = !in.setup.contextAsked || explicitZero;
+        p.fit = fitOn(r, s);
+        p.ctxSizeTokens = contextAuto ? checkedMul(in.arch.contextLength, 1) : ctx.ctxSizeTokens;
+        // Each device as ggml reports it: free (--free/--used, else the card) less its CUDA context.
+        const auto freeOf = [](const Card& c, const std::optional<Bytes>& f) {
+            return f ? std::min(*f, c.totalBytes) : c.totalBytes;
+        };
+        llamacpp::FitSettings fit;
+        fit.devices.push_back({saturatingSub(freeOf(r.card, r.freeBytes), runtime), Bytes{targetsMiB.front() * kMiB}});
+        for (std::size_t d = 0; d < r.moreGpus.size(); ++d)
+            fit.devices.push_back({saturatingSub(freeOf(r.moreGpus[d].card, r.moreGpus[d].freeBytes), runtime),
+                                   Bytes{targetsMiB.at(std::min(d + 1, targetsMiB.size() - 1)) * kMiB}});
+        p.budget = saturatingSub(fit.devices.front().freeBytes, fit.devices.front().marginBytes);
+        if (!p.fit)
+            return p;
+        fit.contextAuto = contextAuto;
+        fit.minContextTokens = explicitZero ? llamacpp::kFullContext : s.integer("fit-ctx").value_or(r.engine.minContextTokens);
+        fit.gpuLayersSet = p.layersAsked;
+        fit.tensorSplitSet = s.given("tensor-split");
+        fit.tensorOverridesSet = o.cpuMoeLayers > 0;
+        p.result = llamacpp::fitParams(p.tensors, in.arch, ctx, o, fit);
+        p.ctxSizeTokens = p.result->ctxSizeTokens;
+        if (p.result->outcome == llamacpp::FitOutcome::LayersPlaced)
+            o = p.result->offload;
+        return p;
+    }
+
+    // --fit's own figures: the context it left and, when it placed layers, what llama-fit-params
+    // prints (-ngl, the layers whose FFN overflows).
+    static void fitFigures(const Placement& p, EngineBill& b)
+    {
+        if (!p.result)
+            return;
+        const llamacpp::FitResult& f = *p.result;
+        const std::string src = "common/fit.cpp common_params_fit_impl (llama.cpp v0.4.0)";
+        b.figures.push_back({"fit_ctx_size", static_cast<double>(f.ctxSizeTokens), "tokens", "-c " + std::to_string(f.ctxSizeTokens), src});
+        if (f.outcome == llamacpp::FitOutcome::LayersPlaced) {
+            std::uint32_t partial = 0;
+            for (const llamacpp::FitLayers& d : f.devices)
+                partial += d.partial;
+            b.figures.push_back({"fit_gpu_layers", static_cast<double>(f.offload.gpuLayers), "layers",
+                                 "-ngl " + std::to_string(f.offload.gpuLayers), src});
+            if (partial > 0)
+                b.figures.push_back({"fit_overflowing_layers", static_cast<double>(partial), "layers",
+                                     std::to_string(partial) + " layers overflowing (-ot)", src});
+        }
+        std::string why;
+        switch (f.outcome) {
+        case llamacpp::FitOutcome::NoChange:
+            why = "nothing to change";
+            break;
+        case llamacpp::FitOutcome::ContextReduced:
+            why = "the context lowered from " + std::to_string(f.contextFromTokens) + " to " + std::to_string(f.ctxSizeTokens);
+            break;
+        case llamacpp::FitOutcome::LayersPlaced:
+            why = "placed " + llamacpp::fitArguments(f).substr(0, 160);
+            break;
+        case llamacpp::FitOutcome::Failed:
+            why = "stopped (" + f.failure + ")";
+            break;
+        }
+        b.notes.push_back("llama.cpp --fit: " + why + "; n_ctx " + std::to_string(f.ctxSizeTokens) + " ("
+                          + std::to_string(f.trials) + " trial bills, common/fit.cpp)");
+    }
+
+    // The layer split (issue 11): what --fit placed, or -ngl/--offload as given; figures
+    // offload_gpu_layers/offload_total_layers/host_*_bytes, read by the verdict
+    // (FitState::PartialOffload) and by `flags` (-ngl).
+    static void offloadFigures(const EngineInputs& in, const llamacpp::ContextSettings& ctx, const Placement& p, EngineBill& b)
+    {
+        const llamacpp::OffloadSettings& o = p.offload;
         const bool split = o.tensorSplit.size() > 1;
         Bytes runtime; // the items besides the compute buffer, which the split prices per side
         for (const OverheadItem& i : b.overheads)
             if (i.name != "compute_buffer")
                 runtime += i.bytes;
         const Bytes budget = saturatingSub(b.usableBytes, runtime);
-        // --fit lowers an unset context to its minimum (fit_params_min_ctx) before it moves layers
-        // (common/fit.cpp); a context the user set stays.
-        llamacpp::ContextSettings fitted = ctx;
-        if (!in.setup.contextAsked && in.request.engine.minContextTokens > 0)
-            fitted.ctxSizeTokens = std::min(ctx.ctxSizeTokens, checkedMul(in.request.engine.minContextTokens, 1));
-        const llamacpp::OffloadTensors tensors = llamacpp::offloadTensors(in.arch, in.request.format, o.tensorOrder);
-        const llamacpp::OffloadBill full = llamacpp::offload(tensors, in.arch, fitted, o);
-        const bool asked = s.given("n-gpu-layers") || in.request.gpuLayers.has_value();
-        if (!asked && llamacpp::busiestDeviceBytes(full) <= budget && o.cpuMoeLayers == 0 && o.kvOffload && !split)
-            return;
-        o.gpuLayers = asked ? static_cast<std::int64_t>(*s.integer("n-gpu-layers"))
-                            : llamacpp::maxGpuLayers(tensors, in.arch, fitted, o, budget);
-        const llamacpp::OffloadBill bill = llamacpp::offload(tensors, in.arch, fitted, o);
-        if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split)
+        const llamacpp::ContextSettings& fitted = ctx;
+        const bool asked = p.layersAsked;
+        const llamacpp::OffloadBill bill = llamacpp::offload(p.tensors, in.arch, fitted, o);
+        if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split
+            && o.ffnOverrides.empty())
             return;
         // -ngl given: llama.cpp keeps it (--fit moves only what was not set, common/fit.cpp) and
         // allocates the GPU's model, KV and compute buffers at start; more than the device has

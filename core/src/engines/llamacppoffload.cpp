@@ -204,6 +204,37 @@ LayerPlacement placement(std::int64_t layers, std::int64_t ngl, bool outputFirst
 
 } // namespace
 
+bool ffnOverflowMatches(const std::string& ggufName, FfnOverflow part)
+{
+    // The name after "blk.N." (llama.cpp's patterns start with "blk\\.N\\.").
+    if (ggufName.rfind("blk.", 0) != 0)
+        return false;
+    const std::string::size_type dot = ggufName.find('.', 4);
+    if (dot == std::string::npos)
+        return false;
+    const std::string rest = ggufName.substr(dot + 1);
+    const auto starts = [&rest](const char* prefix) { return rest.rfind(prefix, 0) == 0; };
+    switch (part) {
+    case FfnOverflow::None:
+        return false;
+    case FfnOverflow::Attn:
+        return starts("ffn_gate") || starts("ffn_up") || starts("ffn_down");
+    case FfnOverflow::Up:
+        return starts("ffn_gate") || starts("ffn_down");
+    case FfnOverflow::Gate:
+        return starts("ffn_down");
+    case FfnOverflow::Moe:
+        for (const char* p : {"ffn_up_", "ffn_down_", "ffn_gate_up_", "ffn_gate_"})
+            if (starts(p)) {
+                const std::string tail = rest.substr(std::string(p).size());
+                if (tail.rfind("exps", 0) == 0 || tail.rfind("chexps", 0) == 0)
+                    return true;
+            }
+        return false;
+    }
+    return false;
+}
+
 OffloadTensors offloadTensors(const Architecture& arch, const WeightFormat& format, GgufTensorOrder order)
 {
     OffloadTensors out;
@@ -285,6 +316,15 @@ OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const 
     out.tensorOrderAssumed = list.orderAssumed;
     std::vector<Bytes> bytes(list.tensors.size());
     std::vector<bool> onCpu(list.tensors.size(), false);
+    // --fit's overrides by layer (the last one written for a layer wins, as llama.cpp takes the
+    // first matching pattern and --fit writes one a layer).
+    std::vector<const FfnOverride*> overrideOf;
+    if (!o.ffnOverrides.empty()) {
+        overrideOf.assign(arch.layers, nullptr);
+        for (const FfnOverride& ov : o.ffnOverrides)
+            if (ov.layer < arch.layers && ov.part != FfnOverflow::None)
+                overrideOf[ov.layer] = &ov;
+    }
 
     for (std::size_t i = 0; i < list.tensors.size(); ++i) {
         const TensorSpec& t = list.tensors[i];
@@ -305,6 +345,11 @@ OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const 
             device = isRoutedExpert(t) && static_cast<std::uint32_t>(t.layer) < o.cpuMoeLayers ? -1 : where.deviceOf(t.layer);
         else if (belongsToOutput(t))
             device = out.outputDevice;
+        if (t.layer >= 0 && static_cast<std::size_t>(t.layer) < overrideOf.size() && overrideOf[static_cast<std::size_t>(t.layer)]) {
+            const FfnOverride& ov = *overrideOf[static_cast<std::size_t>(t.layer)];
+            if (ffnOverflowMatches(ggufTensorName(t), ov.part))
+                device = ov.device < static_cast<int>(out.devices.size()) ? ov.device : -1;
+        }
         SideBill& side = device >= 0 ? out.devices[static_cast<std::size_t>(device)] : out.host;
         side.weightsBytes += b;
         if (isRoutedExpert(t))
@@ -323,7 +368,9 @@ OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const 
 
     const ComputeBill compute = computeBuffer(arch, context);
     out.hostOutputBytes = outputBufferBytes(arch, context);
-    out.pipelineCopies = where.points.size() > 1 && ngl > layers && o.kvOffload && o.cpuMoeLayers == 0 ? kSchedMaxCopies : 1;
+    out.pipelineCopies = where.points.size() > 1 && ngl > layers && o.kvOffload && o.cpuMoeLayers == 0 && o.ffnOverrides.empty()
+                             ? kSchedMaxCopies
+                             : 1;
     if (out.pipelineCopies > 1) {
         pipelineCompute(compute, context.flashAttention, out);
     } else if (ngl == 0) {

@@ -25,6 +25,30 @@
 
 namespace headroom::llamacpp {
 
+/// Which feed-forward tensors of one layer --fit sends off the layer's device, as its overflow
+/// patterns name them (common/fit.cpp common_layer_fraction_t and get_overflow_pattern, llama.cpp
+/// release v0.4.0), matched against the GGUF name after "blk.N.":
+enum class FfnOverflow : std::uint8_t {
+    None, ///< nothing
+    Attn, ///< LAYER_FRACTION_ATTN: "ffn_(gate|up|gate_up|down).*", every FFN tensor (router and shared expert too)
+    Up,   ///< LAYER_FRACTION_UP: "ffn_(gate|gate_up|down).*", all but ffn_up*
+    Gate, ///< LAYER_FRACTION_GATE: "ffn_down.*"
+    Moe,  ///< LAYER_FRACTION_MOE: "ffn_(up|down|gate_up|gate)_(ch|)exps", the routed experts
+};
+
+/// One tensor override --fit writes (common/fit.cpp set_ngl_tensor_split_tbo): the tensors of
+/// layer @c layer that @c part matches go to @c device (-1 = the host's CPU buffer, else a GPU
+/// index: the next device, which a device's first partial layer overflows to).
+struct FfnOverride {
+    std::uint32_t layer = 0;
+    FfnOverflow part = FfnOverflow::Moe;
+    int device = -1;
+};
+
+/// Whether the tensor of GGUF name @p ggufName ("blk.7.ffn_up_exps.weight") is one that @p part
+/// matches (the regex_search of llama.cpp's pattern on the name after "blk.N.").
+bool ffnOverflowMatches(const std::string& ggufName, FfnOverflow part);
+
 /// The offload settings, as llama.cpp spells them.
 struct OffloadSettings {
     std::int64_t gpuLayers = -1;   ///< -ngl/--n-gpu-layers; -1 (or more than n_layer + 1) = all
@@ -52,6 +76,8 @@ struct OffloadSettings {
     /// device with a share. (Without -ts llama.cpp splits by each device's free memory: give the
     /// free bytes as the shares.)
     std::vector<double> tensorSplit;
+    /// --fit's tensor overrides (llamacppfit.h), applied after -ngl/--n-cpu-moe place a tensor.
+    std::vector<FfnOverride> ffnOverrides;
 };
 
 /// Whether llama.cpp build @p version ("b4701", a commit, or empty = current) offloads the output
