@@ -116,6 +116,20 @@ set_tests_properties(cli_plan_offload_n PROPERTIES LABELS cli PASS_REGULAR_EXPRE
 add_test(NAME cli_plan_free COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --free 6GiB)
 set_tests_properties(cli_plan_free PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "other_processes.*partial offload: [0-9]+/41 layers on the GPU")
 
+# llama.cpp --fit (issue 11, common/fit.cpp): with -c given (the question's context) the layers move,
+# the target per device from fit-target; a MoE moves experts first (-ot); ctx-size=0 keeps the
+# trained context, one n_ctx in every line.
+add_test(NAME cli_plan_fit_layers COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --free 6GiB)
+set_tests_properties(cli_plan_fit_layers PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "note: llama.cpp --fit: placed -c [0-9]+ -ngl 10;")
+add_test(NAME cli_plan_fit_target COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --free 6GiB --set fit-target=3072)
+set_tests_properties(cli_plan_fit_target PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "fit_margin +3,221,225,472.*note: llama.cpp --fit: placed -c [0-9]+ -ngl 6;")
+add_test(NAME cli_plan_fit_moe_experts COMMAND ${_cli} plan -m mixtral-8x7b -w q4_k_m -c rtx-4090 --engine llama.cpp)
+set_tests_properties(cli_plan_fit_moe_experts PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "note: llama.cpp --fit: placed -c [0-9]+ -ngl 33 -ot blk[^ ]+exps=CPU")
+add_test(NAME cli_plan_ctx_size_zero COMMAND ${_cli} plan -m llama-3.1-8b -w q4_0 -c rtx-4060 --engine llama.cpp --users 1 --set ctx-size=0)
+set_tests_properties(cli_plan_ctx_size_zero PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "n_ctx_seq = 131072.*llama_context: n_ctx = 131072.*--fit: placed -c 131072 ")
+add_test(NAME cli_error_fit_target_devices COMMAND sh -c "${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --set fit-target=1,2 2>&1; echo \"exit code $?\"")
+set_tests_properties(cli_error_fit_target_devices PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "fit-target=1,2 names 2 devices, the plan has 1 .*exit code 1")
+
 # `engines` wraps each setting's description at 100 characters (some ran to 172 on one line).
 headroom_cli_sh_test(cli_engines_settings_wrapped
   "${HEADROOM_CLI} engines | sed -n '/settings (--set KEY=VALUE):/,$p' > ${CLI_SCRATCH}/engines.txt; echo \"settings lines $(grep -c . ${CLI_SCRATCH}/engines.txt), over 100: $(awk 'length > 100' ${CLI_SCRATCH}/engines.txt | wc -l)\"; grep -A1 '^  mem-fraction-static' ${CLI_SCRATCH}/engines.txt"

@@ -98,6 +98,15 @@ std::vector<double> parsedValues(const EngineLog& log, const std::string& engine
                 sum += t.value / mib;
                 any = true;
             }
+        // A log without the load_tensors / llama_kv_cache lines: the memory breakdown's columns
+        // (model, context) of the device's row.
+        if (!any && (std::string(name) == "model_buffer" || std::string(name) == "kv_buffer"))
+            for (const LogTerm& t : log.terms)
+                if (t.name == (std::string(name) == "model_buffer" ? "breakdown_model" : "breakdown_context")
+                    && (t.device.find("CPU") != std::string::npos || t.device.find("Host") != std::string::npos) == host) {
+                    sum += t.value / mib;
+                    any = true;
+                }
         return any ? std::vector<double>{sum} : std::vector<double>{};
     };
     if (figure == "gpu_model_buffer_mib" || figure == "host_model_buffer_mib")

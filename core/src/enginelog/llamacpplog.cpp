@@ -146,7 +146,7 @@ void readLlamaCppLine(Parser& p, std::string_view l)
     }
     // --fit / exit table (llama-context.cpp llama_memory_breakdown_print):
     // "| - CUDA0 (RTX 4090) | 24080 = 20000 + (3548 = 2228 + 896 + 424) + 532 |"
-    if (has("memory_breakdown") && has(" = ") && has(" + (")) {
+    if (has("memory_breakdown") && has(" = ") && has(" + ")) {
         const auto bar1 = l.find('|');
         const auto bar2 = bar1 == std::string_view::npos ? bar1 : l.find('|', bar1 + 1);
         const auto bar3 = bar2 == std::string_view::npos ? bar2 : l.find('|', bar2 + 1);
@@ -171,6 +171,15 @@ void readLlamaCppLine(Parser& p, std::string_view l)
                     ++i;
                 }
             }
+            // The host's row: "| - Host | 58271 = 58259 + 0 + 12 |": self = model + context + compute.
+            if (v.size() == 4 && (device.find("Host") != std::string::npos || device.find("CPU") != std::string::npos)) {
+                p.vote("llama.cpp", 2);
+                constexpr double mib = 1048576.0;
+                const char* names[] = {"device_self", "breakdown_model", "breakdown_context", "breakdown_compute"};
+                for (int i = 0; i < 4; ++i)
+                    p.term(names[i], v[static_cast<std::size_t>(i)].value * mib, LogUnit::Bytes,
+                           v[static_cast<std::size_t>(i)].printed + " MiB", device);
+            }
             if (v.size() == 7) {
                 p.vote("llama.cpp", 2);
                 constexpr double mib = 1048576.0;
@@ -190,6 +199,28 @@ void readLlamaCppLine(Parser& p, std::string_view l)
                 }
             }
         }
+    }
+    // --fit (common/fit.cpp; llama_params_fit_impl before the move to common/): "context size reduced
+    // from 40960 to 4096 -> ...", "  - CUDA0 (...): 48 layers (34 overflowing), ...", and the
+    // arguments llama-fit-params prints: "-c 4096 -ngl 48 -ot ...".
+    if (has("params_fit") || has("fit_params")) {
+        p.vote("llama.cpp", 2);
+        if (const auto at = l.find("context size reduced from "); at != std::string_view::npos)
+            if (const auto to = l.find(" to ", at + 26); to != std::string_view::npos)
+                p.count("fit_ctx_size", scanNumber(l, to + 4));
+        if (const auto at = l.find(" overflowing)"); at != std::string_view::npos) {
+            const auto open = l.rfind('(', at);
+            if (open != std::string_view::npos) {
+                std::size_t i = open + 1;
+                while (i < at && l[i] == ' ')
+                    ++i;
+                p.count("fit_overflowing_layers", scanNumber(l, i));
+            }
+        }
+    }
+    if (l.starts_with("-c ") && l.find(" -ngl ") != std::string_view::npos) {
+        p.count("fit_ctx_size", scanNumber(l, 3));
+        p.count("fit_gpu_layers", numberAfter(l, " -ngl "));
     }
     if (const auto at = l.find("llama-server "); at != std::string_view::npos && (has(" -m ") || has(" --model ")))
         readCommandLineFlags(p, l, at + 13);
