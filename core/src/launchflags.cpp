@@ -383,6 +383,11 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             gpuLayers == "999" ? "every layer on the GPU, as planned"
                                : (gpuLayers == "0" ? "no layer on the GPU: llama.cpp on the CPU, as planned"
                                                    : "layers on the GPU, as the plan splits them (" + gpuLayers + ")"));
+        for (const EngineFigure& f : plan.engineFigures)
+            if (f.name == "fit_tensor_overrides" && f.printed.rfind("-ot ", 0) == 0)
+                add("-ot", f.printed.substr(4), arg,
+                    "the FFN tensors llama.cpp --fit sends to the host or the next GPU (llama-fit-params): with -ngl "
+                    "given --fit places nothing itself");
         for (const SettingValue& sv : plan.engineSettings) {
             if (sv.key == "n-cpu-moe" && sv.text != "0" && !sv.text.empty())
                 add("--n-cpu-moe", sv.text, arg, "the routed experts of the first " + sv.text + " layers stay in host memory");

@@ -399,6 +399,12 @@ private:
             if (partial > 0)
                 b.figures.push_back({"fit_overflowing_layers", static_cast<double>(partial), "layers",
                                      std::to_string(partial) + " layers overflowing (-ot)", src});
+            // The overrides as llama-fit-params prints them ("-ot blk\.14\.ffn_...=CPU,..."): `flags`
+            // passes them with -ngl, since an -ngl given stops --fit before it moves any tensor.
+            const std::string args = llamacpp::fitArguments(f);
+            if (const auto ot = args.find(" -ot "); ot != std::string::npos)
+                b.figures.push_back({"fit_tensor_overrides", static_cast<double>(f.offload.ffnOverrides.size()), "count",
+                                     args.substr(ot + 1), src});
         }
         std::string why;
         switch (f.outcome) {
