@@ -211,6 +211,24 @@ TEST_CASE("vLLM's rotary caches follow rope_scaling, and Gemma 3 keeps two", "[v
     CHECK(rotaryCacheBytes(yarn, 2).value == 262'144ull * 128 * 2);
 }
 
+TEST_CASE("Kimi-Dev-72B's 131,072-row rotary cache is what its TP2 load prints above Qwen2.5-72B-Instruct's", "[vllm]")
+{
+    // The same Qwen2 shapes, max_position_embeddings 32,768 (Qwen2.5-72B-Instruct config.json)
+    // against 131,072 (Kimi-Dev-72B: qwen2.context_length of its GGUF, ollama/ollama#11104). The
+    // llm-d-planner v0.19.0 TP2 logs print "Model loading took 67.8 GiB" and "67.82 GiB"; the
+    // cache is replicated on every rank, so the difference is the whole 24 MiB at any TP.
+    Architecture qwen = model("llama-3.1-8b");
+    qwen.headDim = 128;
+    qwen.ropeScaling = RopeScaling{};
+    qwen.contextLength = 32'768;
+    Architecture kimi = qwen;
+    kimi.contextLength = 131'072;
+    const Bytes extra{rotaryCacheBytes(kimi, 2).value - rotaryCacheBytes(qwen, 2).value};
+    CHECK(extra.value == (131'072ull - 32'768ull) * 128 * 2);
+    // 67.82 - 67.80 GiB, each printed to 0.01 GiB: 0.01 to 0.03 GiB.
+    CHECK(gibOf(extra) == Approx(0.02).margin(0.01));
+}
+
 TEST_CASE("vLLM non-torch memory per rank by version and parallelism", "[vllm]")
 {
     const Bytes single{268'435'456};
