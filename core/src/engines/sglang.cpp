@@ -37,8 +37,8 @@ namespace {
 /// 2^30 B), by the link between the ranks (core/interconnect.h):
 /// - on PCIe (and across nodes): 0.13 GB, the SGLang 0.4.3 QwQ-32B start-up log on 4 x L4, nccl
 ///   2.21.5 (tests/data/engine-logs/sglang-0.4.3-qwq-32b-4xl4-tp4.json): NCCL's buffers stay in host
-///   memory there (shm.cc); with P2P over PCIe the init adds little more before the first
-///   collective, and no PCIe P2P figure is published, so pcie-p2p takes it too;
+///   memory there (shm.cc); no SGLang figure of a node with P2P over PCIe is published, so
+///   pcie-p2p takes it too (NCCL's P2P buffers, tens of MiB, are below its rounding: vllmmemory.h);
 /// - on NVLink through NVSwitch: 2.01 GB, printed per rank on 8 x H200 (sgl-project/sglang PR 11716,
 ///   2025-10-16), where the init sets up the custom all-reduce's IPC buffers and NCCL's NVLink and
 ///   NVLS resources; NVLink without a switch takes it too, an upper bound (no public figure).
