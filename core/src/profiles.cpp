@@ -275,7 +275,7 @@ std::optional<ProfileError> convert(const json& doc, const fs::path& file, Model
     return std::nullopt;
 }
 
-std::optional<ProfileError> convert(const json& doc, const fs::path&, Card& out)
+std::optional<ProfileError> convert(const json& doc, const fs::path& file, Card& out)
 {
     Card c;
     c.id = doc.at("id").get<std::string>();
@@ -291,6 +291,11 @@ std::optional<ProfileError> convert(const json& doc, const fs::path&, Card& out)
         c.source += ". Total: " + note;
     c.anonymous = false;
     c.totalEstimated = doc.contains("total_estimated") && doc.at("total_estimated").get<bool>();
+    if (const auto link = doc.find("interconnect"); link != doc.end()) {
+        c.interconnect = parseInterconnect(link->get<std::string>());
+        if (!c.interconnect) // the schema's enum names the same values; kept for a schema out of step
+            return makeError(file, "/interconnect", "unknown interconnect " + link->dump());
+    }
     out = std::move(c);
     return std::nullopt;
 }

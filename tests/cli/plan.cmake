@@ -143,3 +143,14 @@ headroom_cli_sh_test(cli_engines_lines_wrapped
 headroom_cli_sh_test(cli_plan_engine_cannot_load_format
   "${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp; echo \"would print, bill, capacity lines: $(${HEADROOM_CLI} plan -m llama-3.1-8b -w int4-g128 --engine llama.cpp | grep -c -e 'would print' -e 'KV cache budget' -e 'max resident tokens')\""
   "verdict +does not fit\n  why +the engine cannot load this weight format\n  does not fit: llama.cpp [^\n]+\n  llama.cpp \\(--fit\\) cannot load int4-g128 weights: it stops at start-up, before printing its buffers\n.*would print, bill, capacity lines: 0")
+# The link between the ranks (core/interconnect.h): the card profile's (L40S: pcie, the single-GPU
+# non-torch figure), the `interconnect` setting over it (H100 SXM set to network), and a bad value.
+add_test(NAME cli_plan_interconnect_card COMMAND ${_cli} plan -m llama-3.1-8b -w bf16 -c l40s --engine vllm --tp 4)
+set_tests_properties(cli_plan_interconnect_card PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+  "interconnect=pcie[^\n]*\n.*non_torch +268,435,456 +256.00 MiB +non-torch increase of the profile run per rank with TP 4, interconnect=pcie \\(the l40s profile's\\)")
+add_test(NAME cli_plan_interconnect_set COMMAND ${_cli} plan -m llama-3.1-8b -w bf16 -c h100-sxm --engine sglang --tp 2 --set interconnect=network)
+set_tests_properties(cli_plan_interconnect_set PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+  "distributed_init +139,586,437 +133.12 MiB +torch.distributed \\+ NCCL init per rank, interconnect=network \\(set\\)")
+add_test(NAME cli_error_interconnect_value COMMAND sh -c "${_cli} plan -m llama-3.1-8b -w bf16 -c h100-sxm --engine vllm --tp 2 --set interconnect=infiniband 2>&1; echo \"exit code $?\"")
+set_tests_properties(cli_error_interconnect_value PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+  "setting 'interconnect': expected one of nvswitch, nvlink, pcie-p2p, pcie, network, found 'infiniband'.*exit code 1")

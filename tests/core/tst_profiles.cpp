@@ -510,6 +510,16 @@ TEST_CASE("profile errors name the file, the key and the problem", "[profiles]")
         CHECK(e.file == cardFile.string());
         CHECK(e.key == "/total_bytes");
     }
+    SECTION("an unknown interconnect of a card names the key and the links (core/interconnect.h)")
+    {
+        json card = readJson(builtinDir() / "cards" / "rtx-4090.json");
+        card["interconnect"] = "infiniband";
+        writeJson(user.path() / "cards" / "bad-link.json", card);
+        const ProfileError e = expectError(user.path());
+        CHECK(e.key == "/interconnect");
+        CHECK(e.message.find("pcie-p2p") != std::string::npos);
+        CHECK(e.message.find("infiniband") != std::string::npos);
+    }
     SECTION("an unknown engine kind")
     {
         json engine = readJson(builtinDir() / "engines" / "vllm.json");

@@ -232,6 +232,45 @@ tl::expected<std::string, std::string> reconcileKvDtype(const KvDtype& generic, 
     return generic.id;
 }
 
+SettingSpec interconnectSpec()
+{
+    return makeSpec("interconnect", SettingType::Choice, "",
+                    "not an engine flag: the link between the ranks at TP > 1 (nvswitch, nvlink, pcie-p2p, pcie = no "
+                    "P2P, network = ranks on different nodes); it prices NCCL's and the all-reduce's buffers per rank "
+                    "(core/interconnect.h); default: the card profile's, else nvswitch",
+                    0, 0, interconnectNames());
+}
+
+std::string PlanInterconnect::note() const
+{
+    return std::string("interconnect=") + interconnectName(link) + " (" + origin + ")";
+}
+
+PlanInterconnect planInterconnect(const PlanRequest& request, const EngineSettings& settings)
+{
+    PlanInterconnect p;
+    if (const SettingValue* v = settings.find("interconnect"); v && v->given) {
+        if (const std::optional<Interconnect> link = parseInterconnect(v->text)) {
+            p.link = *link;
+            p.origin = "set";
+            return p;
+        }
+    }
+    if (request.card.interconnect) {
+        p.link = *request.card.interconnect;
+        p.origin = "the " + request.card.id + " profile's";
+        return p;
+    }
+    p.origin = "assumed: the card profile gives none";
+    return p;
+}
+
+void recordInterconnect(const PlanRequest& request, EngineSettings& settings)
+{
+    if (!settings.given("interconnect"))
+        settings.setDerived(derivedChoice("interconnect", interconnectName(planInterconnect(request, settings).link)));
+}
+
 SettingSpec makeSpec(std::string key, SettingType type, std::string defaultValue, std::string help, double minimum,
                      double maximum, std::vector<std::string> choices, std::vector<std::string> aliases)
 {

@@ -4,6 +4,7 @@
 // field (--context, --ubatch, ...) with the engine's own spelling of it.
 
 #include "headroom/core/engines/engine.h"
+#include "headroom/core/interconnect.h"
 
 #include <initializer_list>
 #include <optional>
@@ -88,6 +89,25 @@ std::optional<EngineRefusal> ggufFormatRefusal(const PlanRequest& request);
 /// A SettingSpec in one expression (the units' tables).
 SettingSpec makeSpec(std::string key, SettingType type, std::string defaultValue, std::string help, double minimum = 0,
                      double maximum = 0, std::vector<std::string> choices = {}, std::vector<std::string> aliases = {});
+
+/// The `interconnect` setting (core/interconnect.h): the link between the ranks, overriding the
+/// card profile's; declared by the units that price TP > 1 by link (vLLM, SGLang).
+SettingSpec interconnectSpec();
+
+/// The link a plan prices its ranks' collectives by, and where it comes from.
+struct PlanInterconnect {
+    Interconnect link = kDefaultInterconnect;
+    std::string origin; ///< "set", "the h100-sxm profile's", "assumed: the card profile gives none"
+    /// "interconnect=pcie (set)": the words of a bill note.
+    std::string note() const;
+};
+
+/// The `interconnect` setting when given, else the card profile's link, else kDefaultInterconnect.
+PlanInterconnect planInterconnect(const PlanRequest& request, const EngineSettings& settings);
+
+/// Records the plan's link as the setting's derived value (when not given), so that the plan lists
+/// it; only for plans of more than one rank.
+void recordInterconnect(const PlanRequest& request, EngineSettings& settings);
 
 /// Bounds of counts: tokens up to 2^36, sequences up to 2^24.
 inline constexpr double kMaxTokens = 68719476736.0;

@@ -32,10 +32,24 @@ namespace headroom::engines {
 
 namespace {
 
-/// torch.distributed + NCCL init on each rank when tp x pp > 1: "Init torch distributed ends.
-/// mem usage=0.13 GB" (SGLang 0.4.3 QwQ-32B start-up log on 4 x L4, nccl 2.21.5;
-/// tests/data/engine-logs/sglang-0.4.3-qwq-32b-4xl4-tp4.json).
-constexpr std::uint64_t kDistributedInitBytes = 139586437; // 0.13 GiB
+/// torch.distributed + NCCL init on each rank when tp x pp > 1, as SGLang prints it ("Init torch
+/// distributed ends. mem usage=X GB", model_runner.py init_torch_distributed; SGLang's GB are
+/// 2^30 B), by the link between the ranks (core/interconnect.h):
+/// - on PCIe (and across nodes): 0.13 GB, the SGLang 0.4.3 QwQ-32B start-up log on 4 x L4, nccl
+///   2.21.5 (tests/data/engine-logs/sglang-0.4.3-qwq-32b-4xl4-tp4.json): NCCL's buffers stay in host
+///   memory there (shm.cc); no SGLang figure of a node with P2P over PCIe is published, so
+///   pcie-p2p takes it too (NCCL's P2P buffers, tens of MiB, are below its rounding: vllmmemory.h);
+/// - on NVLink through NVSwitch: 2.01 GB, printed per rank on 8 x H200 (sgl-project/sglang PR 11716,
+///   2025-10-16), where the init sets up the custom all-reduce's IPC buffers and NCCL's NVLink and
+///   NVLS resources; NVLink without a switch takes it too, an upper bound (no public figure).
+constexpr std::uint64_t kDistributedInitPcieBytes = 139586437;   // 0.13 GiB
+constexpr std::uint64_t kDistributedInitNvSwitchBytes = 2158221066; // 2.01 GiB
+
+Bytes distributedInitBytes(Interconnect link)
+{
+    return Bytes{link == Interconnect::NvSwitch || link == Interconnect::NvLink ? kDistributedInitNvSwitchBytes
+                                                                                  : kDistributedInitPcieBytes};
+}
 
 // SGLang's argparse takes the dashed spelling; the Python API (ServerArgs) the underscored one.
 SettingSpec spec(std::string key, SettingType type, std::string defaultValue, std::string help, double lo = 0, double hi = 0,
@@ -77,6 +91,7 @@ const std::vector<SettingSpec>& sglangSettings()
              {"pipeline-parallel-size", "pipeline_parallel_size"}),
         spec("kv-cache-dtype", SettingType::Choice, "", "KV cache dtype; auto = the model's 16-bit dtype", 0, 0,
              {"auto", "bf16", "fp8_e4m3", "fp8_e5m2"}),
+        interconnectSpec(),
     };
     return specs;
 }
@@ -156,6 +171,8 @@ public:
         if (!pp)
             return tl::unexpected(pp.error());
         setup.pipelineParallel = *pp;
+        if (setup.tensorParallel * setup.pipelineParallel > 1)
+            recordInterconnect(r, s);
         auto kv = reconcileKvDtype(r.kvDtype, s, "kv-cache-dtype", name, &kvIdFromSglang, &sglangFromKvId);
         if (!kv)
             return tl::unexpected(kv.error());
@@ -241,12 +258,21 @@ public:
         if (free < total)
             b.reserved.push_back(item("other_processes", total - free,
                                       "held by other processes before SGLang starts (--free/--used)"));
+        // A measured runtime (MeasuredOverheads: CUDA context + non-torch memory) is everything held
+        // outside the pool before it is sized, the distributed init included: it replaces both.
         const Bytes context = r.measured.runtimeBytes.value_or(e.runtimeBytes);
         b.overheads.push_back(item("cuda_context", context,
-                                   r.measured.runtimeBytes ? "measured" : "CUDA context before the weights load (engine profile)"));
-        if (distributed)
-            b.overheads.push_back(item("distributed_init", Bytes{kDistributedInitBytes},
-                                       "torch.distributed + NCCL init per rank (measured, SGLang 0.4.3 log)"));
+                                   r.measured.runtimeBytes
+                                       ? std::string(distributed ? "measured (with the distributed init)" : "measured")
+                                       : std::string("CUDA context before the weights load (engine profile)")));
+        if (distributed && !r.measured.runtimeBytes) {
+            const PlanInterconnect link = planInterconnect(in.request, in.settings);
+            const bool nvlink = link.link == Interconnect::NvSwitch || link.link == Interconnect::NvLink;
+            b.overheads.push_back(item("distributed_init", distributedInitBytes(link.link),
+                                       "torch.distributed + NCCL init per rank, " + link.note()
+                                           + (nvlink ? ": printed on 8 x H200 NVSwitch (SGLang PR 11716 log)"
+                                                     : ": printed on 4 x PCIe L4 (SGLang 0.4.3 log)")));
+        }
         const Bytes freeAtStart = saturatingSub(free, totalBytes(b.overheads));
         if (e.workspaceBytes.value > 0)
             b.overheads.push_back(item("load_overhead", e.workspaceBytes,

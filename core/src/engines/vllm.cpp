@@ -60,6 +60,7 @@ const std::vector<SettingSpec>& vllmSettings()
                  "the version's (FlashInfer from v0.17, native before; engines/vllmmemory.h flashInferSampler)"),
         spec("tensor-parallel-size", SettingType::Integer, "", "TP size; default: --tp", 1, 1024),
         spec("pipeline-parallel-size", SettingType::Integer, "", "PP size; default: --pp", 1, 1024),
+        interconnectSpec(),
     };
     return specs;
 }
@@ -99,6 +100,27 @@ std::string gib(Bytes b)
 /// (accuracy/results/v0.19.0/logs at d3121e05), 0.84 GiB; the vllm-0.21 profile carries the same.
 constexpr std::uint64_t kEstimatedGraphBytes = 901943132;
 
+/// What the TP > 1 non-torch figure of @p link holds (vllmmemory.h nonTorchTensorParallelBytes).
+std::string tensorParallelNonTorchHow(Interconnect link, std::uint32_t tp)
+{
+    switch (link) {
+    case Interconnect::NvSwitch:
+        return "NCCL channels and NVLS buffers and custom all-reduce buffers (vLLM's printed H100 NVSwitch figures)";
+    case Interconnect::NvLink:
+        return "NCCL's NVLink channels and custom all-reduce buffers (vLLM's printed H100 NVSwitch figures, an upper bound "
+               "without a switch)";
+    case Interconnect::PciePeer:
+        return std::string("the single-GPU figure (engine profile) + NCCL's P2P buffers of 2 channels in device memory")
+            + (tp == 2 ? " + the custom all-reduce's two 8 MiB IPC buffers" : " (custom all-reduce off on more than two PCIe GPUs)");
+    case Interconnect::Pcie:
+        return "the single-GPU figure (engine profile): NCCL's buffers in host memory without P2P, no custom all-reduce";
+    case Interconnect::Network:
+        return "the single-GPU figure (engine profile): NCCL's network buffers in host memory, no custom all-reduce "
+               "across nodes";
+    }
+    return {};
+}
+
 /// The terms vLLM's profiler subtracts besides the weights (vllmmemory.h), each replaced by its
 /// measured figure when given: the rotary cache loaded with the model, the torch peak increase
 /// of the profile run, the non-torch memory, and the CUDA-graph pool where subtracted.
@@ -134,16 +156,17 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
                                  + formatThousands(in.arch.vocabSize) + " vocab " + gib(peak.samplerBytes) + ") = "
                                  + (samplerBinds ? "sampler" : "forward")));
 
-    const Bytes nonTorch = m.runtimeBytes.value_or(
-        vllm::nonTorchBytes(appliedEngineVersion(r.engine), s.tensorParallel, s.pipelineParallel, r.engine.runtimeBytes));
+    const PlanInterconnect link = planInterconnect(r, in.settings);
+    const Bytes nonTorch = m.runtimeBytes.value_or(vllm::nonTorchBytes(
+        appliedEngineVersion(r.engine), s.tensorParallel, s.pipelineParallel, r.engine.runtimeBytes, link.link));
     std::string how;
     if (m.runtimeBytes)
         how = "measured";
     else if (rule == vllm::ProfilerRule::TotalPeak)
         how = "non-torch memory after the profile run, CUDA context included (engine profile)";
     else if (s.tensorParallel > 1)
-        how = "non-torch increase of the profile run per rank with TP " + std::to_string(s.tensorParallel)
-            + ": NCCL channels and custom all-reduce buffers (from vLLM's printed figures)";
+        how = "non-torch increase of the profile run per rank with TP " + std::to_string(s.tensorParallel) + ", "
+            + link.note() + ": " + tensorParallelNonTorchHow(link.link, s.tensorParallel);
     else if (s.pipelineParallel > 1)
         how = "non-torch increase of the profile run per rank with PP (from vLLM's printed figures)";
     else
@@ -380,6 +403,8 @@ public:
         if (!pp)
             return tl::unexpected(pp.error());
         setup.pipelineParallel = *pp;
+        if (setup.tensorParallel > 1)
+            recordInterconnect(r, s);
         auto kv = reconcileKvDtype(r.kvDtype, s, "kv-cache-dtype", name, &kvIdFromVllm, &vllmFromKvId);
         if (!kv)
             return tl::unexpected(kv.error());

@@ -169,16 +169,42 @@ std::uint32_t samplerExtraBytesForPath(bool flashInfer)
 }
 
 Bytes nonTorchBytes(const std::string& version, std::uint32_t tensorParallel, std::uint32_t pipelineParallel,
-                    Bytes singleGpuBytes)
+                    Bytes singleGpuBytes, Interconnect link)
 {
     if (profilerRule(version) == ProfilerRule::TotalPeak)
         return singleGpuBytes;
-    const bool current = atLeast(version, "0.17");
-    const auto gib = [](double x) { return Bytes{static_cast<std::uint64_t>(x * static_cast<double>(kGiB))}; };
     if (tensorParallel > 1)
-        return gib(current ? 2.1 : 0.55);
-    if (pipelineParallel > 1 && current)
-        return gib(0.07);
+        return nonTorchTensorParallelBytes(version, tensorParallel, singleGpuBytes, link);
+    if (pipelineParallel > 1 && atLeast(version, "0.17"))
+        return Bytes{static_cast<std::uint64_t>(0.07 * static_cast<double>(kGiB))};
+    return singleGpuBytes;
+}
+
+Bytes nonTorchTensorParallelBytes(const std::string& version, std::uint32_t tensorParallel, Bytes singleGpuBytes,
+                                  Interconnect link)
+{
+    switch (link) {
+    case Interconnect::NvSwitch:
+    case Interconnect::NvLink: {
+        const double gib = atLeast(version, "0.17") ? 2.1 : 0.55;
+        return Bytes{static_cast<std::uint64_t>(gib * static_cast<double>(kGiB))};
+    }
+    case Interconnect::PciePeer: {
+        // custom_all_reduce.py: meta (meta_size() + max_size) and buffer (max_size), max_size 8 MiB;
+        // meta_size() is a few KiB of flags, left out.
+        const std::uint64_t customAllReduce = tensorParallel == 2 ? 2 * 8 * kMiB : 0;
+        // src/init.cc: DEFAULT_LL_BUFFSIZE = 8 lines x 512 threads x 8 steps x 16 B,
+        // DEFAULT_LL128_BUFFSIZE = 120 x 640 x 8 x 8 B, DEFAULT_BUFFSIZE = 4 MiB; two ring channels.
+        constexpr std::uint64_t kLl = 8ull * 512 * 8 * 16;
+        constexpr std::uint64_t kLl128 = 120ull * 640 * 8 * 8;
+        constexpr std::uint64_t kSimple = 4 * kMiB;
+        constexpr std::uint64_t kChannels = 2;
+        return Bytes{singleGpuBytes.value + customAllReduce + kChannels * (kLl + kLl128 + kSimple)};
+    }
+    case Interconnect::Pcie:
+    case Interconnect::Network:
+        return singleGpuBytes;
+    }
     return singleGpuBytes;
 }
 

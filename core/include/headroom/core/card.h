@@ -4,6 +4,7 @@
 /// size: an RTX 4090 reports 24,210 MiB on Linux), bandwidth and peak compute
 /// (shared/reference/gpus.md §3.1).
 
+#include "headroom/core/interconnect.h"
 #include "headroom/core/units.h"
 
 #include <cstdint>
@@ -27,6 +28,10 @@ struct Card {
     /// The total is an estimate (no public driver-reported total was found; the profile's
     /// total_note says how it was derived). Faces show it as "estimated".
     bool totalEstimated = false;
+    /// The link between the GPUs of a multi-GPU node of this card (the profile's `interconnect`);
+    /// nullopt when the profile gives none (anonymous cards): plans then assume
+    /// kDefaultInterconnect. The `interconnect` engine setting overrides it.
+    std::optional<Interconnect> interconnect;
 };
 
 /// The largest card total Headroom plans for: 1024 TiB (2^50 bytes), some thousand times the largest

@@ -25,6 +25,7 @@
 /// Checked against the printed figures of tests/data/engine-logs/vllm-*.json ([engine-logs]).
 
 #include "headroom/core/architecture.h"
+#include "headroom/core/interconnect.h"
 #include "headroom/core/units.h"
 
 #include <cstdint>
@@ -172,17 +173,38 @@ ProfilePeak profilePeak(const Architecture& arch, const ProfileShape& shape);
 Bytes rotaryCacheBytes(const Architecture& arch, std::uint32_t activationBytes);
 
 /// Non-torch memory the rule subtracts per rank of @p version, when no measured figure is given:
-/// - SnapshotDelta: what the profile run adds outside torch. One GPU: @p singleGpuBytes (the
-///   profile's runtime_bytes: 0.25 GiB from v0.17, the v0.19 sweep prints 0.24-0.27 GiB; 0.13 GiB
-///   before, printed by v0.11-v0.17). TP > 1: NCCL's lazily connected channels and the custom
-///   all-reduce buffers, registered on the first collective of the profile run, priced from the
-///   printed figures, not derived from the source: 2.1 GiB from v0.17 (the v0.19 H100 sweep,
-///   2.06-2.21 GiB at TP 2 and 4), 0.55 GiB before (v0.11 at TP 2, 0.54-0.55 GiB). PP > 1 alone
-///   from v0.17: 0.07 GiB (printed); before: @p singleGpuBytes.
+/// - SnapshotDelta: what the profile run adds outside torch (the init snapshot is taken before
+///   init_worker_distributed_environment, so the communicators' buffers count). One GPU:
+///   @p singleGpuBytes (the profile's runtime_bytes: 0.25 GiB from v0.17, the v0.19 sweep prints
+///   0.24-0.27 GiB; 0.13 GiB before, printed by v0.11-v0.17). TP > 1, by @p link
+///   (interconnect.h, nonTorchTensorParallelBytes). PP > 1 alone from v0.17: 0.07 GiB (printed);
+///   before: @p singleGpuBytes.
 /// - TotalPeak: every non-torch byte after the profile run, the CUDA context included:
 ///   @p singleGpuBytes (the profile's figure) on every rank.
 Bytes nonTorchBytes(const std::string& version, std::uint32_t tensorParallel, std::uint32_t pipelineParallel,
-                    Bytes singleGpuBytes);
+                    Bytes singleGpuBytes, Interconnect link = kDefaultInterconnect);
+
+/// The non-torch increase of a SnapshotDelta profile run per rank at TP > 1 over @p link:
+/// - NvSwitch: NCCL's channels (up to 32 on NVLink) and NVLS buffers (nvls.cc) and vLLM's
+///   all-reduce buffers, registered on the first collective of the profile run; priced from the
+///   printed figures, not derived from the source: 2.1 GiB from v0.17 (the llm-d-planner v0.19.0
+///   H100 sweep, 2.06-2.21 GiB at TP 2 and 4), 0.55 GiB before (v0.11 at TP 2 on H100,
+///   0.54-0.55 GiB).
+/// - NvLink (no switch): no public vLLM figure; the NvSwitch figure, an upper bound (it holds the
+///   NVLS buffers only a third-generation NVSwitch has).
+/// - PciePeer: @p singleGpuBytes + what P2P adds in device memory, read from the source: vLLM's
+///   custom all-reduce at TP 2 (on more PCIe GPUs it is off: "not supported on more than two
+///   PCIe-only GPUs"), its meta buffer and IPC buffer of max_size 8 MiB each, allocated outside
+///   torch (custom_all_reduce.py create_shared_buffer; the 8 MiB rank_data is a torch tensor);
+///   and NCCL's P2P receive buffers of two ring channels (the "Channel 00/02" NCCL prints on a
+///   PCIe pair), each LL 512 KiB + LL128 4,800 KiB + Simple 4 MiB (src/init.cc DEFAULT_*_BUFFSIZE
+///   with device.h NCCL_STEPS 8, NCCL_LL_* and NCCL_LL128_* at NVIDIA/nccl 5067397c).
+/// - Pcie, Network: @p singleGpuBytes: NCCL's SHM and socket NET buffers are in host memory
+///   (shm.cc, net.cc without GPUDirect RDMA) and vLLM's custom all-reduce is off; what the two
+///   no-P2P v0.10.1.1 logs of dennislee22/vLLM-benchmarking leave for the term agrees (0.10 GiB on
+///   two A100 80GB without P2P, 0.15 GiB on two nodes, against 0.13 GiB at TP 1).
+Bytes nonTorchTensorParallelBytes(const std::string& version, std::uint32_t tensorParallel, Bytes singleGpuBytes,
+                                  Interconnect link);
 
 /// Whether @p version sizes the KV cache of hybrid models (full and sliding-window or chunked
 /// local attention layers) with the hybrid KV cache manager's groups (HybridKvGroups): V1 from
