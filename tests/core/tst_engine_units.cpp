@@ -124,6 +124,17 @@ TEST_CASE("SGLang: mem_fraction_static of the memory free at start-up, by versio
         - pu.weightsBytes.value - item(pu.overheads, "load_overhead");
     CHECK(pu.maxResidentTokens == restUsed / cell);
 
+    // What SGLang prints free at start-up ("Load weight begin. avail mem=22.76 GB", after its own
+    // CUDA context; the RTX 3090 under WSL2 of the corpus) goes in as free = printed + the profile's
+    // context: the slack is then (1 - mfs) of exactly the printed figure.
+    PlanRequest wsl = request(set, "sglang@0.4.3", {{"mem-fraction-static", "0.88"}});
+    const std::uint64_t printedFree = static_cast<std::uint64_t>(22.76 * 1073741824.0);
+    wsl.freeBytes = Bytes{printedFree + wsl.engine.runtimeBytes.value};
+    const PlanResult pw = plan(wsl);
+    CHECK(item(pw.reserved, "other_processes") == kCard - printedFree - wsl.engine.runtimeBytes.value);
+    CHECK(static_cast<double>(item(pw.reserved, "mem_fraction_static_slack"))
+          == Approx(0.12 * static_cast<double>(printedFree)).margin(2.0));
+
     // TP 2: NCCL init on each rank, KV heads split.
     PlanRequest r2 = request(set, "sglang", {{"mem-fraction-static", "0.8"}, {"tp", "2"}});
     const PlanResult p2 = plan(r2);

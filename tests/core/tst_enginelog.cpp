@@ -189,6 +189,19 @@ TEST_CASE("engine-log corpus: every log parsed, every printed figure read back",
     CHECK(figures >= 100);
 }
 
+TEST_CASE("a vLLM 0.7 command line with VLLM_USE_V1=1 plans the V1 engine", "[enginelog]")
+{
+    // vllm PR 12569 (mgoin, 2025-01-30), the V1 engine of vLLM 0.7.
+    auto log = parseEngineLog(
+        "VLLM_USE_V1=1 vllm serve neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 --max-model-len 2048 --gpu-memory-utilization 0.98\n"
+        "INFO 01-30 03:18:12 gpu_model_runner.py:848] Loading model weights took 67.7229 GB\n"
+        "INFO 01-30 03:19:14 kv_cache_utils.py:395] # GPU blocks: 1381\n");
+    REQUIRE(log);
+    CHECK(log->engine == "vllm");
+    CHECK(log->settings.at("VLLM_USE_V1") == "1");
+    CHECK(log->settings.at("max-model-len") == "2048");
+}
+
 TEST_CASE("a vLLM V1 log: engine, card, settings and every measured term", "[enginelog]")
 {
     // vllm-0.19-llama-3.1-8b-h100-tp2 (llm-d-planner accuracy sweep), ranks interleaved as printed.

@@ -87,6 +87,47 @@ TEST_CASE("vLLM versions pick their profiler rule", "[vllm]")
     CHECK_FALSE(isV0("0.8.0"));
 }
 
+TEST_CASE("VLLM_USE_V1=1 takes the V1 engine of the 0.7 line: its batch defaults and a profile run without the sampler", "[vllm]")
+{
+    // envs.py: opt-in before v0.8 (the V1 alpha came with v0.7.0), the default from v0.8.0.
+    CHECK_FALSE(runsV1("0.7.1", std::nullopt));
+    CHECK(runsV1("0.7.1", true));
+    CHECK_FALSE(runsV1("0.7.1", false));
+    CHECK_FALSE(runsV1("0.6.5", true)); // before the V1 alpha: V0
+    CHECK(runsV1("0.8.0", std::nullopt));
+    CHECK(runsV1("0.19.0", false)); // V0 of 0.8-0.10 is not modelled
+    CHECK_FALSE(v1ProfileSamples("0.7.3"));
+    CHECK(v1ProfileSamples("0.8.0"));
+
+    // arg_utils.py _override_v1_engine_args (v0.7.1), vllm serve: 2048 tokens, 1024 sequences.
+    const Bytes h100{85'029'615'043ull};
+    BatchDefaults d = batchDefaults("0.7.1", h100, "NVIDIA H100 80GB HBM3", 2048, std::nullopt, true);
+    CHECK(d.chunkedPrefill);
+    CHECK(d.maxNumBatchedTokens == 2048);
+    CHECK(d.maxNumSeqs == 1024);
+    d = batchDefaults("0.7.1", h100, "NVIDIA H100 80GB HBM3", 2048, std::nullopt); // V0: no chunking under 32K
+    CHECK_FALSE(d.chunkedPrefill);
+    CHECK(d.maxNumSeqs == 256);
+
+    // v1/worker/gpu_model_runner.py profile_run (v0.7.1): Llama-3.1-70B, 2,048 tokens: the forward
+    // pass (2,048 x (3 x 8,192 + 3 x 28,672) x 2 B = 0.42 GiB), then the bf16 logits of all 2,048
+    // rows beside their hidden states: 2,048 x (8,192 + 128,256) x 2 B = 533 MiB, the peak.
+    const Architecture llama70 = model("llama-3.1-70b");
+    ProfileShape s;
+    s.batchedTokens = 2048;
+    s.samplerRows = 1024;
+    s.samplerRun = false;
+    const ProfilePeak p = profilePeak(llama70, s);
+    CHECK(p.forwardBytes.value == 2048ull * (3 * 8192 + 3 * 28672) * 2);
+    CHECK(p.samplerBytes.value == 2048ull * (8192 + 128'256) * 2);
+    CHECK(p.peakBytes() == p.samplerBytes);
+    // With the sampler (V0's 256 rows at 38 B an entry) the same run peaks at 1.20 GiB instead.
+    s.samplerRun = true;
+    s.samplerRows = 256;
+    s.samplerExtraBytes = 36;
+    CHECK(gibOf(profilePeak(llama70, s).peakBytes()) == Approx(1.20).margin(0.005));
+}
+
 TEST_CASE("vLLM 0.19's profile-run torch peak matches the printed increase", "[vllm]")
 {
     // Printed torch peak memory increase (GiB), 0.01 GiB digits; tolerance 0.08 GiB (< 0.15 % of

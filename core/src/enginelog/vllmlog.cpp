@@ -70,6 +70,9 @@ void readVllmLine(Parser& p, std::string_view l)
     if (const auto at = l.find("vllm serve "); at != std::string_view::npos) {
         p.vote("vllm", 2);
         readCommandLineFlags(p, l, at + 11);
+        // "VLLM_USE_V1=1 vllm serve ..." (vllm PR 12569): the environment picks the engine (vllm/envs.py).
+        if (const auto env = l.substr(0, at).find("VLLM_USE_V1="); env != std::string_view::npos)
+            p.setting("VLLM_USE_V1", wordAfter(l.substr(0, at), "VLLM_USE_V1="));
     }
     if (has(l, "max_num_batched_tokens=") && has(l, "Chunked prefill")) {
         p.vote("vllm");

@@ -55,6 +55,9 @@ const std::vector<SettingSpec>& vllmSettings()
         makeSpec("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", SettingType::Boolean, "",
                  "environment: charge the pool for the CUDA graphs captured after it (vllm/envs.py); default: the "
                  "version's (on from v0.21.0, off before)"),
+        makeSpec("VLLM_USE_V1", SettingType::Boolean, "",
+                 "environment: the V1 engine, opt-in on the 0.7 line and the default from v0.8.0 (vllm/envs.py); default: "
+                 "the version's (engines/vllmmemory.h runsV1)"),
         makeSpec("VLLM_USE_FLASHINFER_SAMPLER", SettingType::Boolean, "",
                  "environment: the sampler's top-k/top-p path, 1 FlashInfer (where installed), 0 PyTorch-native; default: "
                  "the version's (FlashInfer from v0.17, native before; engines/vllmmemory.h flashInferSampler)"),
@@ -133,8 +136,12 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
     out.push_back(item("rotary_cache", vllm::rotaryCacheBytes(in.arch, act),
                        "cos/sin cache, max_position_embeddings x rotary dim (part of vLLM's \"Model loading took\")"));
 
+    const std::string version = appliedEngineVersion(r.engine);
+    const bool v1 = vllm::runsV1(version, in.settings.boolean("VLLM_USE_V1"));
     const std::uint64_t seqs = in.settings.integer("max-num-seqs").value_or(256);
     vllm::ProfileShape shape;
+    // V1 before v0.8: the forward pass and the logits of all its rows, no sampler (vllmmemory.h).
+    shape.samplerRun = !v1 || vllm::v1ProfileSamples(version);
     shape.batchedTokens = s.ubatchTokens;
     shape.samplerRows = std::min(seqs, s.ubatchTokens);
     shape.tensorParallel = s.tensorParallel;
@@ -148,13 +155,16 @@ void billProfileRun(const EngineInputs& in, vllm::ProfilerRule rule, std::vector
     const std::string workspace = peak.moeWorkspaceBytes.value == 0
         ? std::string()
         : gib(peak.moeWorkspaceBytes) + " fused-MoE workspace (kept by the workspace manager) + ";
+    const std::string last = shape.samplerRun
+        ? "sampler of " + formatThousands(shape.samplerRows) + " rows x "
+        : "logits (no sampler: V1 before v0.8) of " + formatThousands(shape.batchedTokens) + " rows x ";
     out.push_back(item("activation_peak", m.activationPeakBytes.value_or(peak.peakBytes()),
                        m.activationPeakBytes
                            ? std::string("measured")
                            : "profile run torch peak: " + workspace + "max(forward of " + formatThousands(shape.batchedTokens) + " tokens "
-                                 + gib(peak.forwardBytes) + ", sampler of " + formatThousands(shape.samplerRows) + " rows x "
-                                 + formatThousands(in.arch.vocabSize) + " vocab " + gib(peak.samplerBytes) + ") = "
-                                 + (samplerBinds ? "sampler" : "forward")));
+                                 + gib(peak.forwardBytes) + ", " + last + formatThousands(in.arch.vocabSize) + " vocab "
+                                 + gib(peak.samplerBytes) + ") = "
+                                 + (samplerBinds ? (shape.samplerRun ? "sampler" : "logits") : "forward")));
 
     const PlanInterconnect link = planInterconnect(r, in.settings);
     const Bytes nonTorch = m.runtimeBytes.value_or(vllm::nonTorchBytes(
@@ -384,7 +394,8 @@ public:
         // get_batch_defaults of the version for this card (vllmmemory.h).
         const std::string version = appliedEngineVersion(r.engine);
         const vllm::BatchDefaults defaults = vllm::batchDefaults(version, r.card.totalBytes, r.card.name + " " + r.card.id,
-                                                                 setup.contextTokens, s.boolean("enable-chunked-prefill"));
+                                                                 setup.contextTokens, s.boolean("enable-chunked-prefill"),
+                                                                 s.boolean("VLLM_USE_V1"));
         if (!s.given("enable-chunked-prefill"))
             s.setDerived(derivedBoolean("enable-chunked-prefill", defaults.chunkedPrefill));
         auto ub = reconcileCount(r.ubatchTokens, "--ubatch", s, "max-num-batched-tokens", name, defaults.maxNumBatchedTokens);
@@ -523,6 +534,17 @@ public:
                                              ? " (holds the CUDA context: vLLM counts only what its profile run adds)"
                                              : "")));
         billProfileRun(in, rule, b.overheads);
+        if (const std::optional<bool> useV1 = in.settings.boolean("VLLM_USE_V1");
+            useV1 && !*useV1 && !vllm::isV0(appliedEngineVersion(e)))
+            b.notes.push_back("VLLM_USE_V1=0: vLLM " + appliedEngineVersion(e) + " runs its V0 engine, which is modelled up to "
+                              "0.7 only; planned with the V1 rules of the version");
+        else if (useV1 && *useV1 && vllm::isV0(appliedEngineVersion(e)) && !vllm::runsV1(appliedEngineVersion(e), useV1))
+            b.notes.push_back("VLLM_USE_V1=1: vLLM " + appliedEngineVersion(e) + " predates the V1 alpha (v0.7.0); planned "
+                              "with its V0 rules");
+        else if (useV1 && *useV1 && vllm::isV0(appliedEngineVersion(e)))
+            b.notes.push_back("VLLM_USE_V1=1: the V1 engine of the 0.7 line (v1/worker/gpu_worker.py): total x utilization - "
+                              "torch's peak (weights included) - all non-torch memory, after a profile run of the forward "
+                              "pass and its logits, no sampler");
         const Bytes offloaded = billCpuOffload(in, b);
         const Bytes deviceWeights = in.weightsBytes - offloaded;
         b.figures.push_back(modelLoadingFigure(appliedEngineVersion(e), deviceWeights + rotaryItem(b.overheads)));

@@ -82,11 +82,31 @@ bool isV0(const std::string& version)
     return !atLeast(version, "0.8");
 }
 
+bool runsV1(const std::string& version, const std::optional<bool>& useV1)
+{
+    if (!isV0(version))
+        return true;
+    return useV1.value_or(false) && atLeast(version, "0.7");
+}
+
+bool v1ProfileSamples(const std::string& version)
+{
+    return atLeast(version, "0.8");
+}
+
 BatchDefaults batchDefaults(const std::string& version, Bytes deviceTotalBytes, const std::string& deviceName,
-                            std::uint64_t maxModelLenTokens, const std::optional<bool>& chunkedPrefill)
+                            std::uint64_t maxModelLenTokens, const std::optional<bool>& chunkedPrefill,
+                            const std::optional<bool>& useV1)
 {
     BatchDefaults d;
-    const bool v0 = isV0(version);
+    const bool v0 = !runsV1(version, useV1);
+    if (!v0 && isV0(version)) {
+        // V1 on the 0.7 line (_override_v1_engine_args, v0.7.1): always chunked, 2048 / 1024.
+        d.chunkedPrefill = true;
+        d.maxNumBatchedTokens = 2048;
+        d.maxNumSeqs = 1024;
+        return d;
+    }
     // V0 (vllm/engine/arg_utils.py v0.6.x): chunked prefill by default past 32K tokens, then
     // max_num_batched_tokens 512; V1 always chunks.
     d.chunkedPrefill = chunkedPrefill.value_or(v0 ? maxModelLenTokens > 32768 : true);
@@ -121,10 +141,13 @@ ProfilePeak profilePeak(const Architecture& a, const ProfileShape& s)
                 p.leadingDenseBytes = Bytes{mul(mul(s.batchedTokens, dense), act)};
         }
     }
-    std::uint64_t hidden = mul(add(s.batchedTokens, s.samplerRows), a.hiddenSize);
+    // With the sampler: every token's hidden states and the gathered copy of the sampled rows;
+    // without it (V1 before v0.8) the logits of every row of the forward output itself.
+    const std::uint64_t rows = s.samplerRun ? s.samplerRows : s.batchedTokens;
+    std::uint64_t hidden = mul(s.samplerRun ? add(s.batchedTokens, s.samplerRows) : s.batchedTokens, a.hiddenSize);
     if (s.pipelineParallel > 1)
         hidden = add(hidden, mul(2, mul(s.batchedTokens, a.hiddenSize))); // received hidden + residual
-    const std::uint64_t logits = mul(mul(s.samplerRows, a.vocabSize), add(act, s.samplerExtraBytes));
+    const std::uint64_t logits = mul(mul(rows, a.vocabSize), add(act, s.samplerRun ? s.samplerExtraBytes : 0));
     p.samplerBytes = Bytes{add(mul(hidden, act), logits)};
     return p;
 }

@@ -13,6 +13,10 @@
 ///     included) and every non-torch byte in use after the profile run (the CUDA context too).
 ///   - vllm/worker/worker.py determine_num_available_blocks (V0, v0.6.4): available = total x
 ///     gpu_memory_utilization - torch peak (weights included) - non-torch memory.
+///   - vllm/v1/worker/gpu_worker.py determine_available_memory (V1 at v0.7.1, VLLM_USE_V1=1): the
+///     same arithmetic, total x gpu_memory_utilization - torch's allocated_bytes.all.peak of the
+///     profile run (weights included) - (total - free - allocated_bytes.all.current after
+///     empty_cache), i.e. every non-torch byte on the device, the CUDA context included.
 ///   - vllm/v1/worker/gpu_model_runner.py profile_run (v0.19.0): _dummy_run(max_num_tokens) then,
 ///     on the last pipeline stage, _dummy_sampler_run on the last token of each of
 ///     min(max_num_seqs, max_num_batched_tokens) dummy requests (compute_logits, then the Sampler
@@ -36,7 +40,7 @@ namespace headroom::vllm {
 
 /// Which arithmetic a version applies (see the file comment).
 enum class ProfilerRule {
-    TotalPeak,     ///< V0 (worker.py, v0.2.5-v0.7) and V1 before v0.9: torch peak + all non-torch memory
+    TotalPeak,     ///< V0 (worker.py, v0.2.5-v0.7) and V1 before v0.9 (v0.7 opt-in, v0.8): torch peak + all non-torch memory
     SnapshotDelta, ///< V1 from v0.9 (memory_profiling against the init snapshot): increases only
 };
 
@@ -46,7 +50,23 @@ ProfilerRule profilerRule(const std::string& version);
 /// True for the V0 engine (before v0.8, when V1 became the default).
 bool isV0(const std::string& version);
 
-/// What get_batch_defaults gives `vllm serve` (see the file comment).
+/// Whether a run of @p version takes the V1 engine, from the environment variable VLLM_USE_V1 as
+/// vllm/envs.py reads it (@p useV1 when given): V1 is the default from v0.8.0 and opt-in on the
+/// 0.7 line (envs.py v0.7.1: VLLM_USE_V1 default "0"; the V1 alpha shipped with v0.7.0), so
+/// VLLM_USE_V1=1 selects it from v0.7.0; before, and without the setting, the version's default.
+/// VLLM_USE_V1=0 on v0.8 or later (the V0 engine those versions still carried) is not modelled:
+/// those runs are planned with V1.
+bool runsV1(const std::string& version, const std::optional<bool>& useV1);
+
+/// Whether the V1 profile run of @p version ends with the sampler: from v0.8 (PR 13594,
+/// _dummy_sampler_run, for issue 13507). Before, v1/worker/gpu_model_runner.py profile_run
+/// (v0.7.1) runs _dummy_run(max_num_tokens), then compute_logits over every row of its output
+/// ("TODO(woosuk): Consider the memory usage of the sampler."), and frees both.
+bool v1ProfileSamples(const std::string& version);
+
+/// What get_batch_defaults gives `vllm serve` (see the file comment); V1 on the 0.7 line takes
+/// arg_utils.py _override_v1_engine_args (v0.7.1): for the OpenAI API server (vllm serve)
+/// max_num_batched_tokens 2048 and max_num_seqs 1024 when max_num_batched_tokens is not given.
 struct BatchDefaults {
     bool chunkedPrefill = true;            ///< enable_chunked_prefill
     std::uint64_t maxNumBatchedTokens = 0; ///< max_num_batched_tokens
@@ -56,8 +76,10 @@ struct BatchDefaults {
 /// The defaults for @p version on a device of @p deviceTotalBytes named @p deviceName (the name
 /// matters only for the A100 exception), for @p maxModelLenTokens; @p chunkedPrefill is the
 /// setting when given (else the version's default).
+/// @p useV1 is VLLM_USE_V1 when given (runsV1).
 BatchDefaults batchDefaults(const std::string& version, Bytes deviceTotalBytes, const std::string& deviceName,
-                            std::uint64_t maxModelLenTokens, const std::optional<bool>& chunkedPrefill);
+                            std::uint64_t maxModelLenTokens, const std::optional<bool>& chunkedPrefill,
+                            const std::optional<bool>& useV1 = std::nullopt);
 
 /// The shape of one profile run on one rank.
 struct ProfileShape {
@@ -70,6 +92,10 @@ struct ProfileShape {
     std::uint32_t samplerExtraBytes = 13;
     /// The fused-MoE scratch lives in the persistent workspace manager (persistentMoeWorkspace).
     bool persistentMoeWorkspace = true;
+    /// The run ends with the sampler over samplerRows rows (V0, V1 from v0.8); false: V1 before
+    /// v0.8 (v1ProfileSamples), compute_logits over all batchedTokens rows of the forward output,
+    /// in the model dtype, with no gathered copy of the hidden states and no sampler.
+    bool samplerRun = true;
 };
 
 /// Whether @p version keeps the fused-MoE scratch in the persistent workspace manager
@@ -137,7 +163,9 @@ struct ProfilePeak {
     /// (kept by profile_run), the hidden + residual received from the previous stage (PP > 1),
     /// and the logits of samplerRows rows x vocab at (model dtype + samplerExtraBytes) B per
     /// entry: the lm_head output (model dtype, kept by _dummy_sampler_run) and the sampler's
-    /// copies (samplerExtraBytesPerEntry). With 13 B the peak agrees within
+    /// copies (samplerExtraBytesPerEntry). Without the sampler (ProfileShape::samplerRun false):
+    /// the batchedTokens hidden states and their batchedTokens x vocab logits in the model dtype
+    /// (0.52 GiB for Llama-3.1-70B at 2,048 tokens). With 13 B the peak agrees within
     /// 0.08 GiB with the torch peak increase vLLM 0.19 prints on H100 for Llama-3.1-8B (bf16,
     /// fp32, TP 1/2/4, PP 2), Qwen2.5-7B and gemma-2-9b (llm-d-planner sweep; tst_vllmmemory.cpp).
     Bytes samplerBytes;
