@@ -16,8 +16,11 @@
 ///     stored gptDecoderBatch.cpp, 0.10's, not; the tag is not pinned), the embedding bias
 ///     [max_batch_size, vocab padded] in the logits dtype (from 0.9), and from 0.9 to 0.13 the
 ///     draft logits [max_batch_size, max tokens per step = 1, vocab padded] fp32, reshaped for
-///     every engine ("speculative decoding only works for beam width == 1") until PR 2297
-///     (2024-10-08, after 0.13.0) moved them into the external-draft-tokens inputs.
+///     every engine ("speculative decoding only works for beam width == 1"); the later stored
+///     versions reshape them only for external draft tokens (DecodingInput's
+///     externalDraftTokensInputs). The move is taken at 0.14, after PR 2297 (2024-10-08, the
+///     0.14 cycle: "changed internals concerning speculative decoding logits"); the tag is not
+///     pinned.
 ///   - Up to 0.8 GptDecoderBatch::setup creates one IGptDecoder a slot whose layers allocate
 ///     their buffers on the first forward pass, after the KV cache is sized (release/v0.7.1:
 ///     mDecoders[i] = IGptDecoder::create(dtype, vocabSize, vocabSizePadded, stream),
