@@ -364,14 +364,29 @@ TEST_CASE("llama.cpp and Ollama run GGML types and floats only: int4-g128, awq, 
     }
 }
 
-TEST_CASE("TensorRT-LLM 0.x: the decoder's output ids are sized by the build limits", "[engines][tensorrt-llm]")
+TEST_CASE("TensorRT-LLM 0.x: the decoder's buffers are sized by the build limits", "[engines][tensorrt-llm]")
 {
     const ProfileSet set = builtin();
+    // 0.8: output ids, parent ids and log probs of [8, 1, 1024 + 1024]; the per-slot decoders
+    // allocate their layers' buffers on the first step (engines/tensorrtllmdecoder.h).
     const PlanResult greedy = plan(request(set, "tensorrt-llm@0.8.0",
                                            {{"max_batch_size", "8"}, {"max_input_len", "1024"}, {"max_output_len", "1024"}}));
-    CHECK(item(greedy.overheads, "decoder_buffers") == 8ull * 2048 * 4);
-    const PlanResult beams = plan(request(set, "tensorrt-llm@0.8.0",
+    CHECK(item(greedy.overheads, "decoder_output_ids") == 8ull * 2048 * 4);
+    CHECK(item(greedy.overheads, "decoder_parent_ids") == 8ull * 2048 * 4);
+    CHECK(item(greedy.overheads, "decoder_log_probs") == 8ull * 2048 * 4);
+    CHECK(item(greedy.overheads, "penalty_workspace") == 0);
+    // 0.19 with beam search: the gathered ids, the vocabulary-sized buffers of 8 x 4 rows.
+    const PlanResult beams = plan(request(set, "tensorrt-llm@0.19.0",
                                           {{"max_batch_size", "8"}, {"max_seq_len", "4096"}, {"max_beam_width", "4"}}));
-    CHECK(item(beams.overheads, "decoder_buffers") == 8ull * 4 * 4096 * 4 * 3);
-    CHECK(item(plan(request(set, "tensorrt-llm", {{"max_batch_size", "8"}})).overheads, "decoder_buffers") == 0);
+    CHECK(item(beams.overheads, "decoder_gathered_ids") == 8ull * 4 * 4096 * 4);
+    CHECK(item(beams.overheads, "penalty_workspace") == 8ull * 4 * 128'256 * 4 * 2);
+    CHECK(item(beams.overheads, "embedding_bias") == 8ull * 128'256 * 4);
+    CHECK(item(beams.overheads, "decoder_logits_copy") == 8ull * 4 * 128'256 * 4);
+    CHECK(item(beams.overheads, "draft_logits") == 0);
+    // The PyTorch backend (1.x) samples on the fly.
+    const PlanResult torch = plan(request(set, "tensorrt-llm", {{"max_batch_size", "8"}}));
+    for (const char* name : {"decoder_output_ids", "embedding_bias", "penalty_workspace", "decoder_logits_copy"}) {
+        INFO(name);
+        CHECK(item(torch.overheads, name) == 0);
+    }
 }

@@ -274,7 +274,9 @@ std::vector<ComponentComparison> compareComponents(const EngineLog& log, const P
         // The profile run's peak under each engine's own names (vLLM, TGI's warm-up, TensorRT-LLM's
         // build-time activations and its decoder's buffers sized by the build limits).
         const Bytes act = overhead(p, {"activation_peak", "logits", "warmup_activations", "warmup_logits", "engine_activations",
-                                       "logits_buffer", "decoder_buffers", "decoder_logits_copy", "sampling_workspace"});
+                                       "logits_buffer", "decoder_output_ids", "decoder_parent_ids", "decoder_log_probs",
+                                       "decoder_log_probs_tiled", "decoder_gathered_ids", "decoder_logits_copy", "sampling_workspace",
+                                       "penalty_workspace", "embedding_bias", "draft_logits"});
         std::optional<Bytes> measuredAct = logBytes(log, "activation_peak");
         std::string how = line("activation_peak");
         // vLLM V1 and SGLang print no peak: it is what the claimed memory leaves after weights and KV.

@@ -6,9 +6,8 @@
 // max_batch_size x max_input_len when max_num_tokens is not given):
 //     free  = total - CUDA context - weights (+ a tied output layer stored a second time)
 //             - activations(max_num_tokens) - logits(max_batch_size x beam x vocab x fp32)
-//             - decoder output ids (max_batch_size x beam x max sequence length x int32, x3 with
-//               beam search; cpp/tensorrt_llm/runtime/gptDecoderBatched.cpp setup, 0.x)
-//             - the decoder's working logits copy and sampling scratch (addDecoderWorkspace, 0.x)
+//             - the C++ runtime decoder's buffers sized by the build limits (0.x, one term a
+//               buffer and each from its version: engines/tensorrtllmdecoder.h)
 //     kv    = free x free_gpu_memory_fraction                      (C++ runtime KVCacheManager
 //             calculateMaxNumBlocks; tensorrt_llm/_torch/pyexecutor/_util.py for the PyTorch backend)
 //     blocks = kv // (tokens_per_block x kv bytes per token); tokens = min(blocks x tokens_per_block, max_tokens)
@@ -20,6 +19,7 @@
 
 #include "common.h"
 
+#include "headroom/core/engines/tensorrtllmdecoder.h"
 #include "headroom/core/parameters.h"
 
 #include <algorithm>
@@ -96,49 +96,14 @@ std::uint64_t maxSequenceLength(const EngineInputs& in)
     return std::max<std::uint64_t>(in.setup.contextTokens, 1);
 }
 
+/// The logits dtype of a trtllm-build engine (fp32 unless --logits_dtype float16;
+/// tensorrt_llm/models/modeling_utils.py PretrainedConfig logits_dtype 'float32').
+constexpr std::uint64_t kLogitsBytes = 4;
+
 /// Up to 0.8 the printed count is the tokens before block rounding.
 bool printsUnroundedTokens(const EnginePolicy& policy)
 {
     return compareVersions(appliedEngineVersion(policy), "0.9") < 0;
-}
-
-/// TOP_K_MAX of the top-k sampling kernels (cpp/tensorrt_llm/kernels/samplingTopKKernels.h): the
-/// top-k layer sizes its scratch for the largest k it accepts, not the k a request asks.
-constexpr std::uint64_t kTopKMax = 1024;
-/// maxBlockPerBeam of getTopKWorkspaceSizes (samplingTopKKernels.h).
-constexpr std::uint64_t kTopKBlocksPerBeam = 8;
-/// The logits dtype of a trtllm-build engine (fp32 unless --logits_dtype float16).
-constexpr std::uint64_t kLogitsBytes = 4;
-
-/// The C++ runtime decoder's own buffers, allocated when the executor starts and so before the KV
-/// cache is sized from the free memory (0.x; shapes [max_batch_size, max tokens per step = 1,
-/// beam, vocab padded to the TP size], fp32):
-/// - decoder_logits_copy: DecodingLayerWorkspace's mRuntimeLogitsDevice, "the working state of the
-///   logits while decoding" (cpp/tensorrt_llm/runtime/decodingLayerWorkspace.cpp, stored at commit
-///   1a43c7d; older releases kept the same buffer in DynamicDecodeLayer::allocateBuffer);
-/// - sampling_workspace: the scratch buffer of that workspace, the largest sampling layer's
-///   getWorkspaceSize (SamplingLayer::allocateBuffer, layers/samplingLayer.cpp). With top-k and
-///   top-p both enabled (the default sampling mode) that is top-k's: temp log-probs
-///   batch x vocab x fp32 plus ids and values of batch x TOP_K_MAX x 8 blocks per beam
-///   (kernels/samplingTopKKernels.h getTopKWorkspaceSizes); the AIR top-p buffers are
-///   batch x vocab/32 and histograms (kernels/samplingAirTopPKernels.cu getAirTopPWorkspaceSizes,
-///   layers/topPSamplingLayer.cpp @ 04a2cac), smaller for any vocabulary of 2,048 tokens or more.
-void addDecoderWorkspace(EngineBill& b, const EngineSettings& settings, const Architecture& arch, std::uint32_t tp)
-{
-    const std::uint64_t batch = settings.integer("max_batch_size").value_or(1);
-    const std::uint64_t beams = settings.integer("max_beam_width").value_or(1);
-    const std::uint64_t vocabPadded = ceilDiv(arch.vocabSize, tp) * tp;
-    const std::uint64_t rows = checkedMul(batch, beams, "decoder rows");
-    const std::uint64_t logitsCopy = checkedMul(checkedMul(rows, vocabPadded, "decoder logits"), kLogitsBytes, "decoder logits");
-    b.overheads.push_back(item("decoder_logits_copy", Bytes{logitsCopy},
-                               "the decoder's working copy of the logits, max_batch_size x beam x vocab x fp32 "
-                               "(runtime/decodingLayerWorkspace.cpp mRuntimeLogitsDevice)"));
-    const std::uint64_t topKScratch = checkedMul(checkedMul(batch, kTopKMax * kTopKBlocksPerBeam, "top-k scratch"),
-                                                 4 + kLogitsBytes, "top-k scratch");
-    const std::uint64_t sampling = checkedMul(checkedMul(batch, vocabPadded, "sampling"), kLogitsBytes, "sampling") + topKScratch;
-    b.overheads.push_back(item("sampling_workspace", Bytes{sampling},
-                               "top-k sampling scratch, max_batch_size x (vocab x fp32 + TOP_K_MAX 1,024 x 8 blocks x "
-                               "(id + value)) (kernels/samplingTopKKernels.h getTopKWorkspaceSizes)"));
 }
 
 class TensorRtLlmEngine final : public Engine {
@@ -234,18 +199,16 @@ public:
                                        "max_batch_size x beam " + formatThousands(batch) + " x vocab x fp32"));
         }
         if (usesCppDecoder(e) && batch > 0) {
-            // The decoder's output ids [max_batch_size, beam, max sequence length] int32, and with
-            // beam search its gathered and parent ids of the same shape (gptDecoderBatched.cpp setup).
-            const std::uint64_t beams = in.settings.integer("max_beam_width").value_or(1);
-            const std::uint64_t copies = beams > 1 ? 3 : 1;
-            const std::uint64_t bytes = checkedMul(checkedMul(checkedMul(batch, maxSequenceLength(in), "decoder"), 4, "decoder"),
-                                                   copies, "decoder");
-            b.overheads.push_back(item("decoder_buffers", Bytes{bytes},
-                                       "output ids of max_batch_size x beam x max sequence length int32"
-                                           + std::string(beams > 1 ? " (and gathered and parent ids)" : "")));
+            tensorrtllm::DecoderShape shape;
+            shape.maxBatchSize = in.settings.integer("max_batch_size").value_or(1);
+            shape.maxBeamWidth = in.settings.integer("max_beam_width").value_or(1);
+            shape.maxSequenceLength = maxSequenceLength(in);
+            shape.vocabSize = arch.vocabSize;
+            shape.tensorParallel = tp;
+            shape.logitsBytes = kLogitsBytes;
+            for (const tensorrtllm::DecoderBuffer& buffer : tensorrtllm::decoderBuffers(appliedEngineVersion(e), shape))
+                b.overheads.push_back(item(buffer.name.c_str(), Bytes{buffer.bytes}, buffer.source));
         }
-        if (usesCppDecoder(e) && batch > 0)
-            addDecoderWorkspace(b, in.settings, arch, tp);
         const Bytes spent = in.weightsBytes + totalBytes(b.overheads);
         const Bytes freeAfter = saturatingSub(total, spent);
         const Bytes kv = fraction(freeAfter, f);
