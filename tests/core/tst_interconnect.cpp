@@ -176,6 +176,16 @@ TEST_CASE("The interconnect setting overrides the card's link and names it in th
     init = findItem(*sxm, "distributed_init");
     REQUIRE(init);
     CHECK(static_cast<double>(init->bytes.value) / kGiBd == Approx(2.01).margin(0.001));
+    // Not scaled by the ranks of the node: SGLang turns NCCL's NVLS off unless --enable-nccl-nvls
+    // (entrypoints/engine.py _set_envs_and_config), and the P2P buffers are per ring/tree neighbour,
+    // so TP 2 and TP 8 price the TP-8 figure as TP 4 does.
+    for (const char* tp : {"2", "8"}) {
+        auto other = makePlan(request(set, "sglang", "h100-sxm", {{"tp", tp}}));
+        REQUIRE(other);
+        const OverheadItem* same = findItem(*other, "distributed_init");
+        REQUIRE(same);
+        CHECK(same->bytes == init->bytes);
+    }
     auto network = makePlan(request(set, "sglang", "h100-sxm", {{"tp", "4"}, {"interconnect", "network"}}));
     REQUIRE(network);
     init = findItem(*network, "distributed_init");

@@ -39,9 +39,19 @@ namespace {
 ///   2.21.5 (tests/data/engine-logs/sglang-0.4.3-qwq-32b-4xl4-tp4.json): NCCL's buffers stay in host
 ///   memory there (shm.cc); no SGLang figure of a node with P2P over PCIe is published, so
 ///   pcie-p2p takes it too (NCCL's P2P buffers, tens of MiB, are below its rounding: vllmmemory.h);
-/// - on NVLink through NVSwitch: 2.01 GB, printed per rank on 8 x H200 (sgl-project/sglang PR 11716,
-///   2025-10-16), where the init sets up the custom all-reduce's IPC buffers and NCCL's NVLink and
-///   NVLS resources; NVLink without a switch takes it too, an upper bound (no public figure).
+/// - on NVLink through NVSwitch: 2.01 GB, printed per rank on 8 x H200 at TP 8 (sgl-project/sglang
+///   PR 11716 "try to support sgl-kernel in piecewise-cuda-graph", log of 2025-10-16: six ranks print
+///   2.01 GB, TP0 1.96, TP7 1.77; the 2.01 of most ranks is taken), where the init sets up the custom
+///   all-reduce's IPC buffers and NCCL's NVLink channels; NVLink without a switch takes it too, an
+///   upper bound (no public figure). The figure is not scaled by the number of ranks: SGLang turns
+///   NVLink SHARP off unless --enable-nccl-nvls (python/sglang/srt/entrypoints/engine.py
+///   _set_envs_and_config at 18bfdd16: NCCL_NVLS_ENABLE = int(enable_nccl_nvls), default False, as the
+///   server_args of PR 12978's log print it), so NCCL allocates none of the NVLS buffers that grow
+///   with the ranks of the node (NVIDIA/nccl 5067397c src/transport/nvls.cc ncclNvlsBufferSetup:
+///   nvlsChannels x 2 x chunk x NCCL_STEPS per head, one head a local rank); its P2P buffers are
+///   per channel and per connection to a ring or tree neighbour (src/transport/p2p.cc p2pSendSetup /
+///   p2pRecvSetup: comm->buffSizes of each protocol, src/init.cc DEFAULT_*BUFFSIZE), the same two
+///   neighbours at any number of ranks.
 constexpr std::uint64_t kDistributedInitPcieBytes = 139586437;   // 0.13 GiB
 constexpr std::uint64_t kDistributedInitNvSwitchBytes = 2158221066; // 2.01 GiB
 

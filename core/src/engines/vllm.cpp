@@ -101,6 +101,11 @@ std::string gib(Bytes b)
 /// on and the profile carries none (before v0.21): the median of the "Estimated CUDA graph memory:
 /// X GiB total" figures of the 59 completed v0.19.0 H100 logs of the llm-d-planner sweep
 /// (accuracy/results/v0.19.0/logs at d3121e05), 0.84 GiB; the vllm-0.21 profile carries the same.
+/// A figure, not a rule by model shape: vLLM measures the estimate (vllm/v1/worker/gpu_model_runner.py
+/// profile_cudagraph_memory at 000fc94b: per mode, the free-memory drop of capturing the largest and
+/// the second-largest size into a throw-away pool; the largest first capture over the modes + (graphs
+/// - 1) x the second, at least 1 MiB, per mode), and the printed estimates follow neither hidden
+/// size, layers nor TP (Llama-3.1-8B 0.84 / 1.69 / 0.57 GiB at TP 1 / 2 / 4 in the same sweep).
 constexpr std::uint64_t kEstimatedGraphBytes = 901943132;
 
 /// What the TP > 1 non-torch figure of @p link holds (vllmmemory.h nonTorchTensorParallelBytes).
