@@ -7,6 +7,9 @@
 #include "headroom/core/enginerules.h"
 #include "headroom/core/engines/llamacppmemory.h"
 #include "headroom/core/engines/ollamamemory.h"
+#include "headroom/core/engines/llamacppfit.h"
+#include "headroom/core/engines/ollamalaunch.h"
+#include "units.h"
 
 #include <cstdio>
 
@@ -124,15 +127,20 @@ public:
             legacyBill(in, b); // the estimator's own terms: MinimumMemory stands for the CUDA runtime
             return b;
         }
+        if (llamaServerEra(e))
+            return llamaServerPlan(in);
+        // v0.12.11 to v0.29: Ollama's own layout (llm/server.go createLayout at v0.12.11), not
+        // modelled here: one GPU holding every layer, MinimumMemory kept free.
         const Bytes free = r.card.totalBytes;
         b.usableBytes = saturatingSub(free, e.fixedReserve + overhead);
         b.reserved.push_back(item("minimum_memory", e.fixedReserve, "Ollama MinimumMemory per CUDA GPU"));
         if (overhead.value > 0)
             b.reserved.push_back(item("gpu_overhead", overhead, "OLLAMA_GPU_OVERHEAD"));
-        if (!r.moreGpus.empty())
-            b.notes.push_back(std::to_string(r.moreGpus.size() + 1)
-                              + " cards: since v0.12.11 Ollama's llama-server places the layers with --fit; this plan "
-                                "bills the first card only");
+        b.notes.push_back("Ollama " + appliedEngineVersion(e)
+                          + " places the layers itself (llm/server.go createLayout, v0.12.11 to v0.29): not modelled, "
+                            "this plan holds every layer on "
+                          + (r.moreGpus.empty() ? std::string("the GPU") : "the first of the " + std::to_string(r.moreGpus.size() + 1) + " cards")
+                          + " (from v0.30.0 llama-server's --fit places them, as in the default profile)");
         addRuntimeItems(in, false, b.overheads);
         llamaServerBill(in, b);
         finishBudget(in, b);
@@ -356,8 +364,95 @@ private:
                                  "memory.required.full - partial: the layers left in host memory", src});
     }
 
-    // Since v0.30: llama-server -c num_ctx x parallel -np parallel --cache-type-k/-v the same type,
-    // layers placed by llama.cpp --fit (llm/llama_server.go startLlamaServer at fb30760).
+    // From v0.30.0 (9db4bdbad, #16031) every GGML model runs in llama-server (ollamalaunch.h).
+    static bool llamaServerEra(const EnginePolicy& e) { return compareVersions(appliedEngineVersion(e), "0.30.0") >= 0; }
+
+    // Ollama from v0.30.0 (ollamalaunch.h): the scheduler's GPUs (server/sched.go
+    // selectLlamaServerPlacement), then llama.cpp's plan of the command line startLlamaServer
+    // builds (engines/llamacpp.cpp: --fit at its 1024 MiB target places the layers, -ngl num_gpu
+    // when set), so the split, its per-device buffers and the host's bill are llama.cpp's figures.
+    static EngineBill llamaServerPlan(const EngineInputs& in)
+    {
+        const PlanRequest& r = in.request;
+        const std::int64_t numGpu = numGpuOf(in);
+        const std::vector<Bytes> free = gpuFreeBytes(r);
+        // NewLlamaServer lowers num_ctx to the trained context ("requested context size too large").
+        const std::uint64_t numCtx = in.arch.contextLength > 0 ? std::min(in.setup.contextTokens, in.arch.contextLength)
+                                                              : in.setup.contextTokens;
+        const Bytes predicted = ollama::predictServerVramBytes(in.arch, in.weightsBytes, numCtx, in.setup.users);
+        const std::optional<std::size_t> single = ollama::singleGpuPlacement(predicted, free, numGpu);
+        PlanRequest lr = r;
+        lr.engineSettings.clear();
+        lr.contextTokens = numCtx;
+        lr.users = in.setup.users;
+        lr.ubatchTokens.reset();
+        lr.flashAttention = in.setup.flashAttention;
+        lr.kvDtype = *findKvDtype("fp16"); // the cache is the launch's cache-type-k/-v below
+        lr.gpuLayers = numGpu >= 0 ? std::optional<std::uint32_t>(static_cast<std::uint32_t>(numGpu)) : std::nullopt;
+        if (single) {
+            if (*single > 0) {
+                lr.card = r.moreGpus[*single - 1].card;
+                lr.freeBytes = r.moreGpus[*single - 1].freeBytes;
+            }
+            lr.moreGpus.clear();
+        }
+        Bytes available;
+        Bytes smallest = free.front();
+        for (std::size_t g = 0; g < free.size(); ++g)
+            if (!single || g == *single) {
+                available += free[g];
+                smallest = std::min(smallest, free[g]);
+            }
+        ollama::LlamaServerLaunch launch;
+        launch.numCtx = numCtx;
+        launch.numParallel = in.setup.users;
+        launch.flashAttention = in.setup.flashAttention;
+        // A cache Ollama lacks is refused by compatibility(); the bill is then priced at f16.
+        launch.kvCacheType = kvDtypeAccepted(in.setup.kvDtypeId, {"q8_0", "q4_0"}) && !in.setup.kvDtypeId.empty()
+                                 ? ollamaFromKvId(in.setup.kvDtypeId)
+                                 : "f16";
+        launch.numGpu = numGpu;
+        launch.numBatch = r.ubatchTokens ? *r.ubatchTokens
+                                         : ollama::automaticNumBatch(launch.flashAttention, numCtx * in.setup.users, predicted,
+                                                                     available, single ? free[*single] : smallest);
+        std::vector<EngineSetting> args = ollama::llamaServerSettings(launch);
+        // Ollama sets no LLAMA_ARG_FIT_TARGET without a projector: llama.cpp's default target.
+        args.push_back({"fit-target", std::to_string(llamacpp::FitDevice{}.marginBytes.value / kMiB)});
+        const Engine& server = llamaCppEngine();
+        auto settings = parseEngineSettings(server.settings(), {}, args, r.engine.name);
+        if (!settings)
+            throw std::logic_error("Ollama's llama-server settings: " + settings.error());
+        auto setup = server.configure(lr, *settings);
+        if (!setup)
+            throw std::logic_error("Ollama's llama-server setup: " + setup.error());
+        const EngineInputs served{lr, in.arch, *settings, *setup, in.weightsBytes, in.kv, in.kvBytesPerToken};
+        EngineBill b = server.bill(served);
+        for (EngineRefusal& refusal : b.refusals)
+            refusal.reason = "Ollama's llama-server: " + refusal.reason;
+        std::string line = "Ollama " + appliedEngineVersion(r.engine) + " starts llama-server with -c "
+                           + std::to_string(numCtx * in.setup.users) + " -np " + std::to_string(in.setup.users) + " -b "
+                           + std::to_string(launch.numBatch) + " -ub " + std::to_string(launch.numBatch) + " --flash-attn "
+                           + (launch.flashAttention ? "on" : "off")
+                           + (numGpu >= 0 ? " -ngl " + std::to_string(numGpu) : std::string(" (no -ngl: --fit places the layers)"))
+                           + "; MinimumMemory and OLLAMA_GPU_OVERHEAD are only logged (llm/llama_server.go, server/sched.go)";
+        b.notes.push_back(line);
+        b.figures.push_back({"num_batch", static_cast<double>(launch.numBatch), "tokens", "-b " + std::to_string(launch.numBatch),
+                             "server/sched.go automaticGenerationBatch"});
+        if (free.size() > 1) {
+            const auto name = [&](std::size_t g) { return g == 0 ? r.card.id : r.moreGpus[g - 1].card.id; };
+            b.notes.push_back(single ? "Ollama's scheduler runs the model on " + name(*single) + " alone (PredictServerVRAM "
+                                           + formatBytes(predicted) + " <= 80% of its " + formatBytes(free[*single])
+                                           + " free; --split-mode none --main-gpu 0, server/sched.go bestSingleGPUFit)"
+                                     : "Ollama's scheduler gives llama-server all " + std::to_string(free.size())
+                                           + " GPUs (PredictServerVRAM " + formatBytes(predicted)
+                                           + " over 80% of each one's free memory, or num_gpu 0; server/sched.go "
+                                             "selectLlamaServerPlacement)");
+        }
+        return b;
+    }
+
+    // Ollama v0.12.11 to v0.29 bills llama.cpp's buffers (llm/server.go, llamaServer.Load: the
+    // llama runner's -c num_ctx x parallel, -b 512).
     static void llamaServerBill(const EngineInputs& in, EngineBill& b)
     {
         llamacpp::ContextSettings c;
