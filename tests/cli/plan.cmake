@@ -124,7 +124,7 @@ set_tests_properties(cli_plan_ollama_partial PROPERTIES FAIL_REGULAR_EXPRESSION 
 add_test(NAME cli_table_ollama_partial COMMAND ${_cli} table -m qwen2.5-32b -w q4_k -c rtx-4060-ti-16gb --engine ollama)
 set_tests_properties(cli_table_ollama_partial PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "Qwen2.5-32B +q4_k +17.17 GiB +4,096 \\(partial: 43/65 layers, [0-9.]+ GiB RAM\\)")
 add_test(NAME cli_plan_ollama_num_gpu COMMAND ${_cli} plan -m qwen2.5-32b -w q4_k -c rtx-4060-ti-16gb --engine ollama --offload 30)
-set_tests_properties(cli_plan_ollama_num_gpu PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "partial offload: 30/65 layers on the GPU.*--flash-attn off -ngl 30;")
+set_tests_properties(cli_plan_ollama_num_gpu PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "partial offload: 30/65 layers on the GPU.*--flash-attn auto \\(on\\) -ngl 30;")
 add_test(NAME cli_plan_ollama_two_cards COMMAND ${_cli} plan -m qwen2.5-32b -w q4_k -c rtx-4060-ti-16gb -c rtx-4060-ti-16gb --engine ollama)
 set_tests_properties(cli_plan_ollama_two_cards PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "verdict +fits.*note: tensor split: CUDA0 [0-9]+ layers [^;]+, CUDA1 [0-9]+ layers.*gives llama-server all 2 GPUs")
 

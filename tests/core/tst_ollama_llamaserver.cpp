@@ -125,12 +125,14 @@ TEST_CASE("Ollama places Qwen2.5-32B q4_k on a 16 GB card as llama-server's --fi
     const EngineFigure* gpu = figure(*p, "offload_gpu_layers");
     REQUIRE(gpu);
     CHECK(gpu->printed == "load_tensors: offloaded 43/65 layers to GPU");
-    CHECK(hasNote(*p, "-c 16384 -np 4 -b 512 -ub 512 --flash-attn off (no -ngl"));
+    // OLLAMA_FLASH_ATTENTION unset: --flash-attn auto, on for CUDA (LlamaServerFlashAttention); num_batch
+    // 512 since PredictServerVRAM (21.2 GiB) is over 80 % of the card (automaticGenerationBatch).
+    CHECK(hasNote(*p, "-c 16384 -np 4 -b 512 -ub 512 --flash-attn auto (on) (no -ngl"));
     CHECK_FALSE(hasNote(*p, "first card only"));
 
     // The same placement as llama.cpp given Ollama's command line (ollamalaunch.h startLlamaServer).
     PlanRequest l = qwen32bRequest("llama.cpp");
-    l.engineSettings = {{"batch-size", "512"}, {"ubatch-size", "512"}, {"flash-attn", "off"}, {"fit-target", "1024"}};
+    l.engineSettings = {{"batch-size", "512"}, {"ubatch-size", "512"}, {"flash-attn", "on"}, {"fit-target", "1024"}};
     const auto lp = makePlan(l);
     REQUIRE(lp);
     for (const char* name : {"offload_gpu_layers", "gpu_weights_bytes", "gpu_kv_buffer_bytes", "host_weights_bytes",
@@ -148,7 +150,7 @@ TEST_CASE("Ollama places Qwen2.5-32B q4_k on a 16 GB card as llama-server's --fi
     c.ctxSizeTokens = 16384;
     c.batchTokens = 512;
     c.ubatchTokens = 512;
-    c.flashAttention = false;
+    c.flashAttention = true;
     c.typeK = *findKvDtype("fp16");
     c.typeV = c.typeK;
     const Architecture& a = *r.model.architecture;
@@ -176,7 +178,7 @@ TEST_CASE("Ollama's num_gpu, --free and several cards under llama-server", "[oll
         CHECK(p->verdict.state == FitState::PartialOffload);
         REQUIRE(figure(*p, "offload_gpu_layers"));
         CHECK(figure(*p, "offload_gpu_layers")->value == 30);
-        CHECK(hasNote(*p, "--flash-attn off -ngl 30;"));
+        CHECK(hasNote(*p, "--flash-attn auto (on) -ngl 30;"));
     }
     SECTION("--free: llama.cpp fits to what the device has free")
     {

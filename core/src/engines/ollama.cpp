@@ -68,7 +68,12 @@ public:
         setup.usersAsked = r.users.has_value() || s.given("OLLAMA_NUM_PARALLEL");
         if (s.given("OLLAMA_NUM_PARALLEL"))
             setup.askedUsers = setup.users;
-        auto fa = reconcileFlash(r.flashAttention, r.engine.flashAttention, s, "OLLAMA_FLASH_ATTENTION", name);
+        // From v0.30 an unset OLLAMA_FLASH_ATTENTION is llama-server's --flash-attn auto on GPUs that
+        // support it (llm/llama_server.go LlamaServerFlashAttention; ml/device.go
+        // FlashAttentionSupported: CUDA compute 6.0 and later but 7.2, ROCm, Metal, Vulkan), which
+        // llama.cpp turns on there; the profile's default (off) is the earlier runners'.
+        const bool flashDefault = llamaServerEra(r.engine) ? true : r.engine.flashAttention;
+        auto fa = reconcileFlash(r.flashAttention, flashDefault, s, "OLLAMA_FLASH_ATTENTION", name);
         if (!fa)
             return tl::unexpected(fa.error());
         setup.flashAttention = *fa;
@@ -432,7 +437,9 @@ private:
         std::string line = "Ollama " + appliedEngineVersion(r.engine) + " starts llama-server with -c "
                            + std::to_string(numCtx * in.setup.users) + " -np " + std::to_string(in.setup.users) + " -b "
                            + std::to_string(launch.numBatch) + " -ub " + std::to_string(launch.numBatch) + " --flash-attn "
-                           + (launch.flashAttention ? "on" : "off")
+                           + (in.settings.given("OLLAMA_FLASH_ATTENTION") || r.flashAttention
+                                  ? std::string(launch.flashAttention ? "on" : "off")
+                                  : std::string(launch.flashAttention ? "auto (on)" : "auto (off)"))
                            + (numGpu >= 0 ? " -ngl " + std::to_string(numGpu) : std::string(" (no -ngl: --fit places the layers)"))
                            + "; MinimumMemory and OLLAMA_GPU_OVERHEAD are only logged (llm/llama_server.go, server/sched.go)";
         b.notes.push_back(line);
