@@ -224,13 +224,4 @@ TEST_CASE("Ollama's num_gpu, --free and several cards under llama-server", "[oll
         CHECK(p->usableBytes == big->totalBytes - Bytes{1024 * kMiB});
         CHECK_FALSE(figure(*p, "cuda1_layers"));
     }
-    SECTION("Ollama v0.12.11 to v0.29 (its own layout) keeps the old bill and says so")
-    {
-        PlanRequest r = qwen32bRequest("ollama");
-        r.engine.requestedVersion = "0.20.0";
-        const auto p = makePlan(r);
-        REQUIRE(p);
-        CHECK(p->verdict.state == FitState::DoesNotFit);
-        CHECK(hasNote(*p, "createLayout, v0.12.11 to v0.29): not modelled"));
-    }
 }

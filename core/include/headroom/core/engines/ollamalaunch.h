@@ -8,7 +8,7 @@
 ///  - 9db4bdbad (2026-05-29, #16031 "runner: Remove CGO engines, use llama-server exclusively for
 ///    GGML models"), first in the tag v0.30.0: llm/llama_server.go appears. Before it, from v0.12.11
 ///    to v0.29, Ollama placed the layers itself (llm/server.go createLayout/buildLayout/assignLayers,
-///    greedyFit from the last layer per GPU, findBestFit's capacity factor) and before v0.12.11 by
+///    greedyFit from the last layer per GPU, findBestFit's capacity factor: ollamalayout.h) and before v0.12.11 by
 ///    llm/memory.go EstimateGPULayers (ollamamemory.h).
 ///  - llm/llama_server.go startLlamaServer at fb30760996871fa9460115c753afd2c60d4ab0f7 (v0.33.0-rc2):
 ///    "-c" num_ctx x numParallel, "-np" numParallel, --cache-type-k/-v OLLAMA_KV_CACHE_TYPE,
