@@ -91,9 +91,10 @@ public:
         auto numGpu = reconcileCount(layers, "--offload", s, "num_gpu", name);
         if (!numGpu)
             return tl::unexpected(numGpu.error());
-        // Before the llama-server delegation Ollama drops a quantized cache without flash attention
-        // ("quantized kv cache requested but flash attention disabled", v0.5.7 llm/server.go).
-        if (legacy(r.engine) && !setup.flashAttention && !isDefaultKvDtype(setup.kvDtypeId))
+        // Before the llama-server delegation (v0.30) Ollama drops a quantized cache without flash
+        // attention ("quantized kv cache requested but flash attention disabled", llm/server.go
+        // v0.5.7 and v0.12.11); llama-server is given it and refuses a quantized V cache then.
+        if (!llamaServerEra(r.engine) && !setup.flashAttention && !isDefaultKvDtype(setup.kvDtypeId))
             setup.kvDtypeId = "fp16";
         // Since v0.30 Ollama starts llama-server with -c num_ctx x parallel -np parallel: each
         // sequence's stream padded to 256 cells on its own (llamacppmemory.h contextSizes).
