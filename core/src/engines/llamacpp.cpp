@@ -260,8 +260,8 @@ private:
     // Several cards: the layers spread over every device (-ts, or --fit's placement), so the bill
     // is theirs together, as Ollama's estimator pools its GPUs (ollama.cpp legacyGpus): each
     // device's free less its --fit target, a CUDA context and a reserve graph on each (the
-    // per-device compute lines of devicesFigures where the layers are split), the cards' totals. The KV room is then the pooled
-    // one, not split by the layers each device holds.
+    // per-device compute lines of devicesFigures where the layers are split), the cards' totals.
+    // The KV room is then the pooled one, not split by the layers each device holds.
     static void poolDevices(const PlanRequest& r, const std::vector<std::uint64_t>& targetsMiB, EngineBill& b)
     {
         const std::size_t n = r.moreGpus.size() + 1;
