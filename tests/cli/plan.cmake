@@ -116,6 +116,18 @@ set_tests_properties(cli_plan_offload_n PROPERTIES LABELS cli PASS_REGULAR_EXPRE
 add_test(NAME cli_plan_free COMMAND ${_cli} plan -m llama-2-13b -w q4_0 -c rtx-4090 --engine llama.cpp --free 6GiB)
 set_tests_properties(cli_plan_free PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "other_processes.*partial offload: [0-9]+/41 layers on the GPU")
 
+# Ollama from v0.30 (issue 11, engines/ollamalaunch.h): llama-server without -ngl, --fit places the
+# layers: Qwen2.5-32B q4_k on a 16 GB card loads 43 of 65; num_gpu is -ngl; two cards pool.
+add_test(NAME cli_plan_ollama_partial COMMAND ${_cli} plan -m qwen2.5-32b -w q4_k -c rtx-4060-ti-16gb --engine ollama)
+set_tests_properties(cli_plan_ollama_partial PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "verdict +partial offload.*partial offload: 43/65 layers on the GPU, [0-9.]+ GiB in host memory.*Ollama would print: load_tensors: offloaded 43/65 layers to GPU.*note: llama.cpp --fit: placed -c 16384 -ngl 43;")
+set_tests_properties(cli_plan_ollama_partial PROPERTIES FAIL_REGULAR_EXPRESSION "first card only;does not fit")
+add_test(NAME cli_table_ollama_partial COMMAND ${_cli} table -m qwen2.5-32b -w q4_k -c rtx-4060-ti-16gb --engine ollama)
+set_tests_properties(cli_table_ollama_partial PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "Qwen2.5-32B +q4_k +17.17 GiB +4,096 \\(partial: 43/65 layers, [0-9.]+ GiB RAM\\)")
+add_test(NAME cli_plan_ollama_num_gpu COMMAND ${_cli} plan -m qwen2.5-32b -w q4_k -c rtx-4060-ti-16gb --engine ollama --offload 30)
+set_tests_properties(cli_plan_ollama_num_gpu PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "partial offload: 30/65 layers on the GPU.*--flash-attn auto \\(on\\) -ngl 30;")
+add_test(NAME cli_plan_ollama_two_cards COMMAND ${_cli} plan -m qwen2.5-32b -w q4_k -c rtx-4060-ti-16gb -c rtx-4060-ti-16gb --engine ollama)
+set_tests_properties(cli_plan_ollama_two_cards PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "verdict +fits.*note: tensor split: CUDA0 [0-9]+ layers [^;]+, CUDA1 [0-9]+ layers.*gives llama-server all 2 GPUs")
+
 # llama.cpp --fit (issue 11, common/fit.cpp): with -c given (the question's context) the layers move,
 # the target per device from fit-target; a MoE moves experts first (-ot); ctx-size=0 keeps the
 # trained context, one n_ctx in every line.

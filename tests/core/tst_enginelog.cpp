@@ -417,4 +417,19 @@ TEST_CASE("review 14: llama.cpp's kv_size and Ollama's estimator line imply the 
     REQUIRE(ollama);
     CHECK(ollama->engine == "ollama");
     CHECK(ollama->impliedVersion == "0.12.10");
+    // From 0.30 Ollama logs llama-server's command line (llm/llama_server.go startLlamaServer, the
+    // flags it builds; a line of that shape, not a public log) and llama-server's own lines.
+    auto server = parseEngineLog("time=2026-06-10T10:00:00.000Z level=INFO source=llama_server.go:419 msg=\"starting llama-server\" "
+                                 "cmd=\"/usr/lib/ollama/llama-server --model /root/.ollama/models/blobs/sha256-0 --port 40123 --host 127.0.0.1 "
+                                 "--no-webui --offline -c 16384 -np 4 --log-verbosity 4 --no-log-prefix --no-log-timestamps --flash-attn auto "
+                                 "-b 512 -ub 512\"\n"
+                                 "load_tensors: offloaded 43/65 layers to GPU\n");
+    REQUIRE(server);
+    CHECK(server->engine == "ollama");
+    CHECK(server->impliedVersion == "0.30.0");
+    CHECK(server->settings.at("-c") == "16384");
+    CHECK(server->settings.at("-np") == "4");
+    CHECK(server->settings.at("-ub") == "512"); // the closing quote of cmd="..." is not a value
+    CHECK(server->settings.at("flash-attn") == "auto");
+    CHECK(server->settings.at("n-gpu-layers-offloaded") == "43");
 }

@@ -230,7 +230,14 @@ TEST_CASE("Ollama, SGLang, TGI and TensorRT-LLM take their own spellings", "[eng
     REQUIRE(op);
     CHECK(op->contextTokens == 8192);
     CHECK(op->users == 2);
-    CHECK(op->usableBytes.value == 25'386'024'960ull - o.engine.fixedReserve.value - kGiB);
+    // From v0.30 llama-server's --fit keeps its 1024 MiB target free; MinimumMemory and
+    // OLLAMA_GPU_OVERHEAD are only logged (server/sched.go load, fb30760).
+    CHECK(op->usableBytes.value == 25'386'024'960ull - 1024 * kMiB);
+    // Before v0.30 Ollama kept both free (llm/server.go buildLayout, v0.12.11).
+    o.engine.requestedVersion = "0.20.0";
+    const auto older = makePlan(o);
+    REQUIRE(older);
+    CHECK(older->usableBytes.value == 25'386'024'960ull - o.engine.fixedReserve.value - kGiB);
 
     PlanRequest s = request(set, "sglang");
     s.engineSettings = {{"mem-fraction-static", "0.8"}, {"max-total-tokens", "1000"}};

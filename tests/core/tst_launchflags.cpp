@@ -193,7 +193,9 @@ TEST_CASE("Ollama: num_ctx and OLLAMA_NUM_PARALLEL", "[launchflags]")
     CHECK(value(f, "num_ctx") == "8192");
     CHECK(value(f, "OLLAMA_NUM_PARALLEL") == "4");
     CHECK(value(f, "OLLAMA_KV_CACHE_TYPE") == "f16");
-    CHECK(value(f, "OLLAMA_FLASH_ATTENTION") == "0"); // the Ollama profile plans without flash attention
+    // From v0.30 an unset OLLAMA_FLASH_ATTENTION is llama-server's --flash-attn auto, on for CUDA
+    // (llm/llama_server.go LlamaServerFlashAttention): the plan is with flash attention.
+    CHECK(value(f, "OLLAMA_FLASH_ATTENTION") == "1");
     CHECK_THAT(f.command, Catch::Contains("PARAMETER num_ctx 8192"));
     CHECK_THAT(f.command, Catch::Contains("ollama serve"));
 }

@@ -120,8 +120,8 @@ TEST_CASE("Ollama v0.5 prints its own estimate; the current Ollama runs llama-se
     REQUIRE(figure(*p, "kv_cells"));
     CHECK(figure(*p, "kv_cells")->value == 256);
     CHECK(figure(*p, "kv_buffer_bytes")->value == 2048.0 * 131'072);
-    // Printed as llama-server's own lines, not a bare "256.0 MiB".
-    CHECK(figure(*p, "kv_buffer_bytes")->printed == "llama_kv_cache: KV buffer size = 256.0 MiB (all layers)");
+    // Printed as llama-server's own lines (%.2f MiB, src/llama-kv-cache.cpp), not a bare "256.0 MiB".
+    CHECK(figure(*p, "kv_buffer_bytes")->printed == "llama_kv_cache: KV buffer size = 256.00 MiB (all layers)");
     CHECK(figure(*p, "kv_cells")->printed.starts_with("llama_kv_cache: size = "));
     CHECK(figure(*p, "compute_buffer_bytes")->printed.starts_with("sched_reserve: CUDA0 compute buffer size = "));
 }

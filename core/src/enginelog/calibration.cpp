@@ -85,7 +85,7 @@ const std::vector<std::vector<std::string>>& genericGroups()
     static const std::vector<std::vector<std::string>> groups = {
         {"max-model-len", "context-length", "context-len", "n_ctx_seq", "num_ctx", "-c", "ctx-size", "n_ctx", "max_seq_len", "max-total-tokens",
          "OLLAMA_CONTEXT_LENGTH"},
-        {"n_seq_max", "OLLAMA_NUM_PARALLEL", "parallel", "np"},
+        {"n_seq_max", "OLLAMA_NUM_PARALLEL", "parallel", "np", "-np"}, // -np: Ollama's llama-server command line (0.30+)
         {"gpu-memory-utilization", "mem-fraction-static", "free_gpu_memory_fraction", "cuda-memory-fraction"},
         {"max-num-batched-tokens", "chunked-prefill-size", "n_ubatch", "-ub", "ubatch-size", "max_num_tokens",
          "max-batch-prefill-tokens"},
@@ -346,7 +346,7 @@ bool holdsUsers(const PlanResult& p, std::uint64_t users)
 /// The sequences a log ran with (n_seq_max, --parallel / -np, OLLAMA_NUM_PARALLEL), else 1.
 std::uint64_t logSequences(const EngineLog& log)
 {
-    for (const char* key : {"n_seq_max", "parallel", "np", "OLLAMA_NUM_PARALLEL"})
+    for (const char* key : {"n_seq_max", "parallel", "np", "-np", "OLLAMA_NUM_PARALLEL"})
         if (auto it = log.settings.find(key); it != log.settings.end())
             if (auto v = number(it->second); v && *v >= 1 && *v <= 1e6)
                 return static_cast<std::uint64_t>(*v);
@@ -482,7 +482,7 @@ std::vector<std::string> applyLogSettings(const EngineLog& log, PlanRequest& r)
             r.tensorParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
         else if (key == "pipeline-parallel-size" || key == "pp" || key == "pp-size")
             r.pipelineParallel = static_cast<std::uint32_t>(std::clamp(*v, 1.0, 4096.0));
-        else if ((key == "n_seq_max" || key == "OLLAMA_NUM_PARALLEL" || key == "parallel" || key == "np") && !usersGiven)
+        else if ((key == "n_seq_max" || key == "OLLAMA_NUM_PARALLEL" || key == "parallel" || key == "np" || key == "-np") && !usersGiven)
             r.users = static_cast<std::uint64_t>(*v);
         else if (key == "block-size" || key == "tokens_per_block" || key == "page-size")
             r.engine.blockTokens = static_cast<std::uint64_t>(std::max(1.0, *v));

@@ -222,7 +222,9 @@ void readLlamaCppLine(Parser& p, std::string_view l)
         p.count("fit_ctx_size", scanNumber(l, 3));
         p.count("fit_gpu_layers", numberAfter(l, " -ngl "));
     }
-    if (const auto at = l.find("llama-server "); at != std::string_view::npos && (has(" -m ") || has(" --model ")))
+    // (Ollama's own "starting llama-server" line quotes the command: ollamalog.cpp reads it.)
+    if (const auto at = l.find("llama-server "); at != std::string_view::npos && (has(" -m ") || has(" --model "))
+        && !has("msg=\"starting llama-server\""))
         readCommandLineFlags(p, l, at + 13);
 }
 

@@ -1,6 +1,7 @@
 // Ollama server lines (llm/server.go, llm/memory.go at 0.5.x: the "offload" line with
-// memory.* fields; "starting llama server" with the runner's command line; routes.go
-// "Listening on ... (version V)"). Its runner's lines are read by llamacpplog.cpp.
+// memory.* fields; "starting llama server" with the runner's command line; from 0.30
+// llm/llama_server.go's "starting llama-server"; routes.go "Listening on ... (version V)").
+// Its runner's (llama-server's) lines are read by llamacpplog.cpp.
 #include "enginelogshared.h"
 
 namespace headroom::enginelog {
@@ -96,6 +97,20 @@ void readOllamaLine(Parser& p, std::string_view l)
         const std::string cmd = logfmt(l, "cmd");
         if (const auto runner = cmd.find(" runner "); runner != std::string::npos)
             readCommandLineFlags(p, cmd, runner + 8);
+    }
+    // From v0.30 (llm/llama_server.go startLlamaServer, fb30760): slog's "starting llama-server"
+    // with cmd="<dir>/llama-server --model ... -c N -np P [-ngl N] ..."; llama-server's own lines
+    // follow (--no-log-prefix) and are read by llamacpplog.cpp. Without a printed version the plan
+    // takes the llama-server rules (ollamalaunch.h, first in 0.30.0).
+    if (logfmtLine && has("msg=\"starting llama-server\"")) {
+        p.vote("ollama", 4);
+        if (p.log().impliedVersion.empty()) {
+            p.log().impliedVersion = "0.30.0";
+            p.generation("llama-server with --fit (0.30.0 and later)");
+        }
+        const std::string cmd = logfmt(l, "cmd");
+        if (const auto exe = cmd.find("llama-server "); exe != std::string::npos)
+            readCommandLineFlags(p, cmd, exe + 13);
     }
     if (logfmtLine && has("(version ")) {
         p.vote("ollama", 2);

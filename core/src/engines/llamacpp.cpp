@@ -225,6 +225,10 @@ public:
         if (auto why = llamacpp::refusal(in.arch, ctx))
             b.refusals.push_back({FitLimit::EngineRefusesToStart, *why}); // src/llama-context.cpp llama_init_from_model
         offloadFigures(in, ctx, placed, b);
+        if (!r.moreGpus.empty()) {
+            poolDevices(r, targets, b);
+            b.kvBudgetBytes = saturatingSub(b.usableBytes, deviceWeights + totalBytes(b.overheads));
+        }
         const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, ctx);
         const std::string src = "src/llama-context.cpp, src/llama-kv-cache.cpp";
         b.figures.push_back({"n_ctx", static_cast<double>(sizes.nCtx), "tokens",
@@ -253,6 +257,52 @@ public:
     }
 
 private:
+    // Several cards: the layers spread over every device (-ts, or --fit's placement), so the bill
+    // is theirs together, as Ollama's estimator pools its GPUs (ollama.cpp legacyGpus): each
+    // device's free less its --fit target, a CUDA context and a reserve graph on each (the
+    // per-device compute lines of devicesFigures where the layers are split), the cards' totals.
+    // The KV room is then the pooled one, not split by the layers each device holds.
+    static void poolDevices(const PlanRequest& r, const std::vector<std::uint64_t>& targetsMiB, EngineBill& b)
+    {
+        const std::size_t n = r.moreGpus.size() + 1;
+        const auto freeOf = [](const Card& c, const std::optional<Bytes>& f) { return f ? std::min(*f, c.totalBytes) : c.totalBytes; };
+        Bytes usable = b.usableBytes;
+        Bytes total = r.card.totalBytes;
+        Bytes held = r.card.totalBytes - freeOf(r.card, r.freeBytes);
+        Bytes margins{checkedMul(targetsMiB.front(), kMiB, "fit-target")};
+        for (std::size_t d = 0; d < r.moreGpus.size(); ++d) {
+            const GpuDevice& g = r.moreGpus[d];
+            const Bytes target{checkedMul(targetsMiB.at(std::min(d + 1, targetsMiB.size() - 1)), kMiB, "fit-target")};
+            usable += saturatingSub(freeOf(g.card, g.freeBytes), target);
+            total += g.card.totalBytes;
+            held += g.card.totalBytes - freeOf(g.card, g.freeBytes);
+            margins += target;
+        }
+        b.usableBytes = usable;
+        b.devicesTotalBytes = total;
+        const std::string each = " on each of " + std::to_string(n) + " GPUs";
+        b.reserved.clear();
+        if (held.value > 0)
+            b.reserved.push_back(item("other_processes", held, "held by other processes (--free/--used)"));
+        b.reserved.push_back(item("fit_margin", margins, "llama.cpp --fit target free" + each));
+        Bytes computes; // the per-device compute lines of a tensor split (devicesFigures)
+        for (const EngineFigure& f : b.figures)
+            if (f.name.starts_with("cuda") && f.name.ends_with("_compute_buffer_bytes"))
+                computes += Bytes{static_cast<std::uint64_t>(f.value)};
+        for (OverheadItem& o : b.overheads) {
+            if (o.name == "cuda_context") {
+                o.bytes = Bytes{checkedMul(o.bytes.value, n, "cuda context")};
+                o.note += each;
+            } else if (o.name == "compute_buffer" && computes.value > 0 && o.note != "measured") {
+                o.bytes = computes;
+                o.note = "the reserve graphs of the " + std::to_string(n) + " GPUs (their compute buffer lines)";
+            } else if (o.name == "compute_buffer") {
+                o.bytes = Bytes{checkedMul(o.bytes.value, n, "compute buffer")};
+                o.note += each;
+            }
+        }
+    }
+
     // Several cards (`-c A -c B`, PlanRequest::moreGpus): -ts names one share per card; without
     // -ts llama.cpp splits the layers by each device's free memory ("default split, by free
     // memory", src/llama-model.cpp load_tensors, b4462 to b8200), recorded here as the derived

@@ -1,12 +1,18 @@
-// Ollama: llama.cpp's cache and buffers, MinimumMemory (457 MiB) kept free per CUDA GPU plus
-// OLLAMA_GPU_OVERHEAD, default num_ctx by VRAM tier (server/routes.go), settings from
-// envconfig/config.go and api/types.go (Options.NumCtx).
+// Ollama: before v0.12.11 its own estimator (llm/memory.go, ollamamemory.h); v0.12.11 to v0.29 its
+// own layout (llm/server.go createLayout, ollamalayout.h); from v0.30.0 llama-server's --fit
+// (ollamalaunch.h), each split billed as llama.cpp allocates it (engines/llamacpp.cpp).
+// MinimumMemory (457 MiB) per CUDA GPU plus OLLAMA_GPU_OVERHEAD before v0.30, default num_ctx by
+// VRAM tier (server/routes.go), settings from envconfig/config.go and api/types.go (Options.NumCtx).
 
 #include "common.h"
 
 #include "headroom/core/enginerules.h"
 #include "headroom/core/engines/llamacppmemory.h"
 #include "headroom/core/engines/ollamamemory.h"
+#include "headroom/core/engines/llamacppfit.h"
+#include "headroom/core/engines/ollamalaunch.h"
+#include "headroom/core/engines/ollamalayout.h"
+#include "units.h"
 
 #include <cstdio>
 
@@ -65,7 +71,12 @@ public:
         setup.usersAsked = r.users.has_value() || s.given("OLLAMA_NUM_PARALLEL");
         if (s.given("OLLAMA_NUM_PARALLEL"))
             setup.askedUsers = setup.users;
-        auto fa = reconcileFlash(r.flashAttention, r.engine.flashAttention, s, "OLLAMA_FLASH_ATTENTION", name);
+        // From v0.30 an unset OLLAMA_FLASH_ATTENTION is llama-server's --flash-attn auto on GPUs that
+        // support it (llm/llama_server.go LlamaServerFlashAttention; ml/device.go
+        // FlashAttentionSupported: CUDA compute 6.0 and later but 7.2, ROCm, Metal, Vulkan), which
+        // llama.cpp turns on there; the profile's default (off) is the earlier runners'.
+        const bool flashDefault = llamaServerEra(r.engine) ? true : r.engine.flashAttention;
+        auto fa = reconcileFlash(r.flashAttention, flashDefault, s, "OLLAMA_FLASH_ATTENTION", name);
         if (!fa)
             return tl::unexpected(fa.error());
         setup.flashAttention = *fa;
@@ -80,9 +91,10 @@ public:
         auto numGpu = reconcileCount(layers, "--offload", s, "num_gpu", name);
         if (!numGpu)
             return tl::unexpected(numGpu.error());
-        // Before the llama-server delegation Ollama drops a quantized cache without flash attention
-        // ("quantized kv cache requested but flash attention disabled", v0.5.7 llm/server.go).
-        if (legacy(r.engine) && !setup.flashAttention && !isDefaultKvDtype(setup.kvDtypeId))
+        // Before the llama-server delegation (v0.30) Ollama drops a quantized cache without flash
+        // attention ("quantized kv cache requested but flash attention disabled", llm/server.go
+        // v0.5.7 and v0.12.11); llama-server is given it and refuses a quantized V cache then.
+        if (!llamaServerEra(r.engine) && !setup.flashAttention && !isDefaultKvDtype(setup.kvDtypeId))
             setup.kvDtypeId = "fp16";
         // Since v0.30 Ollama starts llama-server with -c num_ctx x parallel -np parallel: each
         // sequence's stream padded to 256 cells on its own (llamacppmemory.h contextSizes).
@@ -116,27 +128,15 @@ public:
     EngineBill bill(const EngineInputs& in) const override
     {
         const EnginePolicy& e = in.request.engine;
-        const Bytes overhead{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
         EngineBill b;
-        const PlanRequest& r = in.request;
         if (legacy(e)) {
             legacyGpus(in, b);
             legacyBill(in, b); // the estimator's own terms: MinimumMemory stands for the CUDA runtime
             return b;
         }
-        const Bytes free = r.card.totalBytes;
-        b.usableBytes = saturatingSub(free, e.fixedReserve + overhead);
-        b.reserved.push_back(item("minimum_memory", e.fixedReserve, "Ollama MinimumMemory per CUDA GPU"));
-        if (overhead.value > 0)
-            b.reserved.push_back(item("gpu_overhead", overhead, "OLLAMA_GPU_OVERHEAD"));
-        if (!r.moreGpus.empty())
-            b.notes.push_back(std::to_string(r.moreGpus.size() + 1)
-                              + " cards: since v0.12.11 Ollama's llama-server places the layers with --fit; this plan "
-                                "bills the first card only");
-        addRuntimeItems(in, false, b.overheads);
-        llamaServerBill(in, b);
-        finishBudget(in, b);
-        return b;
+        if (llamaServerEra(e))
+            return llamaServerPlan(in);
+        return ownLayoutPlan(in);
     }
 
 private:
@@ -356,33 +356,201 @@ private:
                                  "memory.required.full - partial: the layers left in host memory", src});
     }
 
-    // Since v0.30: llama-server -c num_ctx x parallel -np parallel --cache-type-k/-v the same type,
-    // layers placed by llama.cpp --fit (llm/llama_server.go startLlamaServer at fb30760).
-    static void llamaServerBill(const EngineInputs& in, EngineBill& b)
+    // From v0.30.0 (9db4bdbad, #16031) every GGML model runs in llama-server (ollamalaunch.h).
+    static bool llamaServerEra(const EnginePolicy& e) { return compareVersions(appliedEngineVersion(e), "0.30.0") >= 0; }
+
+    // Ollama from v0.30.0 (ollamalaunch.h): the scheduler's GPUs (server/sched.go
+    // selectLlamaServerPlacement), then llama.cpp's plan of the command line startLlamaServer
+    // builds (engines/llamacpp.cpp: --fit at its 1024 MiB target places the layers, -ngl num_gpu
+    // when set), so the split, its per-device buffers and the host's bill are llama.cpp's figures.
+    static EngineBill llamaServerPlan(const EngineInputs& in)
     {
-        llamacpp::ContextSettings c;
-        c.parallel = static_cast<std::uint32_t>(std::min<std::uint64_t>(in.setup.users, 1u << 20));
-        c.ctxSizeTokens = checkedMul(in.setup.contextTokens, in.setup.users, "num_ctx");
-        c.batchTokens = 512; // Ollama's num_batch default, passed as -b and -ub
-        c.ubatchTokens = in.setup.ubatchTokens > 0 ? in.setup.ubatchTokens : 512;
-        c.flashAttention = in.setup.flashAttention;
-        c.typeK = findKvDtype(in.setup.kvDtypeId.empty() ? "fp16" : in.setup.kvDtypeId).value_or(*findKvDtype("fp16"));
-        c.typeV = c.typeK;
-        const llamacpp::ComputeBill compute = llamacpp::computeBuffer(in.arch, c);
-        b.overheads.push_back(item("compute_buffer", in.request.measured.activationPeakBytes.value_or(compute.deviceBytes),
-                                   "llama-server's reserve graph (llama.cpp rules, llamacppmemory.h)"));
-        const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, c);
-        const std::string src = "llama-server via llm/llama_server.go (fb30760)";
-        // As llama-server prints them in Ollama's log (src/llama-kv-cache.cpp, src/llama-context.cpp).
-        b.figures.push_back({"kv_buffer_bytes", static_cast<double>(kv.totalBytes().value), "bytes",
-                             "llama_kv_cache: KV buffer size = " + mib(kv.totalBytes()) + " (all layers)", src});
-        b.figures.push_back({"kv_cells", static_cast<double>(kv.cells), "tokens",
-                             "llama_kv_cache: size = " + mib(kv.fullBytes) + " (" + std::to_string(kv.cells) + " cells)", src});
-        b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
-                             "sched_reserve: CUDA0 compute buffer size = " + mib(compute.deviceBytes), src});
-        if (auto why = llamacpp::refusal(in.arch, c))
-            b.refusals.push_back({FitLimit::EngineRefusesToStart, "Ollama's llama-server: " + *why});
+        const PlanRequest& r = in.request;
+        const std::int64_t numGpu = numGpuOf(in);
+        const std::vector<Bytes> free = gpuFreeBytes(r);
+        const std::uint64_t numCtx = servedContext(in);
+        const Bytes predicted = ollama::predictServerVramBytes(in.arch, in.weightsBytes, numCtx, in.setup.users);
+        const std::optional<std::size_t> single = ollama::singleGpuPlacement(predicted, free, numGpu);
+        PlanRequest lr = servedRequest(in, numCtx, numGpu);
+        if (single) {
+            if (*single > 0) {
+                lr.card = r.moreGpus[*single - 1].card;
+                lr.freeBytes = r.moreGpus[*single - 1].freeBytes;
+            }
+            lr.moreGpus.clear();
+        }
+        Bytes available;
+        Bytes smallest = free.front();
+        for (std::size_t g = 0; g < free.size(); ++g)
+            if (!single || g == *single) {
+                available += free[g];
+                smallest = std::min(smallest, free[g]);
+            }
+        ollama::LlamaServerLaunch launch = launchOf(in, numCtx, numGpu);
+        launch.numBatch = r.ubatchTokens ? *r.ubatchTokens
+                                         : ollama::automaticNumBatch(launch.flashAttention, numCtx * in.setup.users, predicted,
+                                                                     available, single ? free[*single] : smallest);
+        std::vector<EngineSetting> args = ollama::llamaServerSettings(launch);
+        // Ollama sets no LLAMA_ARG_FIT_TARGET without a projector: llama.cpp's default target.
+        args.push_back({"fit-target", std::to_string(llamacpp::FitDevice{}.marginBytes.value / kMiB)});
+        EngineBill b = servedBill(in, lr, args, "Ollama's llama-server: ");
+        std::string line = "Ollama " + appliedEngineVersion(r.engine) + " starts llama-server with -c "
+                           + std::to_string(numCtx * in.setup.users) + " -np " + std::to_string(in.setup.users) + " -b "
+                           + std::to_string(launch.numBatch) + " -ub " + std::to_string(launch.numBatch) + " --flash-attn "
+                           + (in.settings.given("OLLAMA_FLASH_ATTENTION") || r.flashAttention
+                                  ? std::string(launch.flashAttention ? "on" : "off")
+                                  : std::string(launch.flashAttention ? "auto (on)" : "auto (off)"))
+                           + (numGpu >= 0 ? " -ngl " + std::to_string(numGpu) : std::string(" (no -ngl: --fit places the layers)"))
+                           + "; MinimumMemory and OLLAMA_GPU_OVERHEAD are only logged (llm/llama_server.go, server/sched.go)";
+        b.notes.push_back(line);
+        b.figures.push_back({"num_batch", static_cast<double>(launch.numBatch), "tokens", "-b " + std::to_string(launch.numBatch),
+                             "server/sched.go automaticGenerationBatch"});
+        if (free.size() > 1) {
+            b.notes.push_back(single ? "Ollama's scheduler runs the model on " + cardName(r, *single) + " alone (PredictServerVRAM "
+                                           + formatBytes(predicted) + " <= 80% of its " + formatBytes(free[*single])
+                                           + " free; --split-mode none --main-gpu 0, server/sched.go bestSingleGPUFit)"
+                                     : "Ollama's scheduler gives llama-server all " + std::to_string(free.size())
+                                           + " GPUs (PredictServerVRAM " + formatBytes(predicted)
+                                           + " over 80% of each one's free memory, or num_gpu 0; server/sched.go "
+                                             "selectLlamaServerPlacement)");
+        }
+        return b;
     }
+
+    // Ollama v0.12.11 to v0.29 (ollamalayout.h): its createLayout places the layers on the sizes
+    // the llama runner estimates, keeping MinimumMemory + OLLAMA_GPU_OVERHEAD + the graph on each
+    // GPU it uses; the runner then loads them (-c num_ctx x parallel, -b min(num_batch, num_ctx),
+    // the layers each GPU took; no --fit), billed as llama.cpp allocates them.
+    static EngineBill ownLayoutPlan(const EngineInputs& in)
+    {
+        const PlanRequest& r = in.request;
+        const std::int64_t numGpu = numGpuOf(in);
+        const std::vector<Bytes> free = gpuFreeBytes(r);
+        const std::uint64_t numCtx = servedContext(in);
+        const Bytes overhead{in.settings.integer("OLLAMA_GPU_OVERHEAD").value_or(0)};
+        ollama::Settings s = estimatorSettings(in);
+        s.numCtx = numCtx;
+        const ollama::RunnerLayers sizes = ollama::runnerLayers(in.arch, r.format, s);
+        std::vector<ollama::LayoutGpu> gpus;
+        for (Bytes f : free)
+            gpus.push_back({f, r.engine.fixedReserve + overhead});
+        const std::vector<std::uint32_t> counts = ollama::createLayout(sizes, gpus, numGpu);
+        std::uint32_t layers = 0;
+        std::vector<std::size_t> used;
+        for (std::size_t g = 0; g < counts.size(); ++g) {
+            layers += counts[g];
+            if (counts[g] > 0)
+                used.push_back(g);
+        }
+        PlanRequest lr = servedRequest(in, numCtx, layers);
+        // The llama runner loads NumGpuLayers = the layers listed, -ts their counts
+        // (runner/llamarunner/runner.go, v0.12.11); its llama.cpp is b6840 at v0.12.11 (Makefile.sync
+        // FETCH_HEAD 3cfa9c3f, #12791), which counts -ngl from the output end with the output layer
+        // last, as Ollama's list is (a split leaves the output layer on the host: assignLayers'
+        // second pass). Later syncs (b7108, ec98e2002 in December 2025) may predate or follow
+        // llama.cpp's output-first offload (PR #18148): the list's placement is billed.
+        lr.engine.requestedVersion = "b6840";
+        std::string split;
+        if (!used.empty()) {
+            const auto device = [&](std::size_t g) { return GpuDevice{g == 0 ? r.card : r.moreGpus[g - 1].card, g == 0 ? r.freeBytes : r.moreGpus[g - 1].freeBytes}; };
+            lr.card = device(used.front()).card;
+            lr.freeBytes = device(used.front()).freeBytes;
+            lr.moreGpus.clear();
+            for (std::size_t k = 1; k < used.size(); ++k)
+                lr.moreGpus.push_back(device(used[k]));
+            for (std::size_t k = 0; k < used.size(); ++k)
+                split += (k ? "," : "") + std::to_string(counts[used[k]]);
+        } else {
+            lr.moreGpus.clear();
+        }
+        ollama::LlamaServerLaunch launch = launchOf(in, numCtx, layers);
+        launch.numBatch = std::min<std::uint64_t>(r.ubatchTokens.value_or(512), numCtx); // NewLlamaServer: min(num_batch, num_ctx)
+        std::vector<EngineSetting> args = ollama::llamaServerSettings(launch);
+        args.push_back({"fit", "off"});
+        args.push_back({"fit-target", std::to_string(r.engine.fixedReserve.value / kMiB)});
+        if (used.size() > 1)
+            args.push_back({"tensor-split", split});
+        EngineBill b = servedBill(in, lr, args, "Ollama's llama runner: ");
+        // The runner keeps what Ollama's layout kept: MinimumMemory (+ OLLAMA_GPU_OVERHEAD) per GPU.
+        const std::uint64_t n = std::max<std::size_t>(used.size(), 1);
+        for (OverheadItem& i : b.reserved)
+            if (i.name == "fit_margin")
+                i = item("minimum_memory", Bytes{checkedMul(r.engine.fixedReserve.value, n, "minimum memory")},
+                         "Ollama MinimumMemory per CUDA GPU" + (n > 1 ? " on each of " + std::to_string(n) + " GPUs" : std::string()));
+        if (overhead.value > 0) {
+            const Bytes all{checkedMul(overhead.value, n, "gpu overhead")};
+            b.reserved.push_back(item("gpu_overhead", all, "OLLAMA_GPU_OVERHEAD"));
+            b.usableBytes = saturatingSub(b.usableBytes, all);
+            b.kvBudgetBytes = saturatingSub(b.kvBudgetBytes, all);
+        }
+        const std::string src = "llm/server.go createLayout (v0.12.11)";
+        b.figures.push_back({"layers_offload", static_cast<double>(layers), "layers",
+                             "offloaded " + std::to_string(layers) + "/" + std::to_string(in.arch.layers + 1) + " layers to GPU", src});
+        std::string per;
+        for (std::size_t g = 0; g < counts.size(); ++g)
+            per += (g ? ", " : "") + cardName(r, g) + " " + std::to_string(counts[g]);
+        b.notes.push_back("Ollama " + appliedEngineVersion(r.engine) + " lays the layers out itself (" + src + ": the llama runner's "
+                          "sizes, one layer as a buffer, MinimumMemory + the graph " + formatBytes(sizes.graphBytes)
+                          + " kept on each GPU used): " + std::to_string(layers) + " of " + std::to_string(in.arch.layers + 1)
+                          + " layers on the GPU" + (counts.size() > 1 ? " (" + per + ")" : std::string())
+                          + "; the Ollama engine's models measure their sizes instead, not modelled");
+        return b;
+    }
+
+    // The context the runner gets: NewLlamaServer lowers num_ctx to the trained context
+    // ("requested context size too large for model", llm/server.go v0.12.11 and fb30760).
+    static std::uint64_t servedContext(const EngineInputs& in)
+    {
+        return in.arch.contextLength > 0 ? std::min(in.setup.contextTokens, in.arch.contextLength) : in.setup.contextTokens;
+    }
+
+    // The request llama.cpp's unit is asked about: the generic fields as the command line sets them.
+    static PlanRequest servedRequest(const EngineInputs& in, std::uint64_t numCtx, std::int64_t numGpu)
+    {
+        PlanRequest lr = in.request;
+        lr.engineSettings.clear();
+        lr.contextTokens = numCtx;
+        lr.users = in.setup.users;
+        lr.ubatchTokens.reset();
+        lr.flashAttention = in.setup.flashAttention;
+        lr.kvDtype = *findKvDtype("fp16"); // the cache is the launch's cache-type-k/-v
+        lr.gpuLayers = numGpu >= 0 ? std::optional<std::uint32_t>(static_cast<std::uint32_t>(numGpu)) : std::nullopt;
+        return lr;
+    }
+
+    static ollama::LlamaServerLaunch launchOf(const EngineInputs& in, std::uint64_t numCtx, std::int64_t numGpu)
+    {
+        ollama::LlamaServerLaunch launch;
+        launch.numCtx = numCtx;
+        launch.numParallel = in.setup.users;
+        launch.flashAttention = in.setup.flashAttention;
+        // A cache Ollama lacks is refused by compatibility(); the bill is then priced at f16.
+        launch.kvCacheType = kvDtypeAccepted(in.setup.kvDtypeId, {"q8_0", "q4_0"}) && !in.setup.kvDtypeId.empty()
+                                 ? ollamaFromKvId(in.setup.kvDtypeId)
+                                 : "f16";
+        launch.numGpu = numGpu;
+        return launch;
+    }
+
+    // llama.cpp's bill (engines/llamacpp.cpp) of @p lr under the command line @p args.
+    static EngineBill servedBill(const EngineInputs& in, const PlanRequest& lr, const std::vector<EngineSetting>& args,
+                                 const std::string& who)
+    {
+        const Engine& server = llamaCppEngine();
+        auto settings = parseEngineSettings(server.settings(), {}, args, in.request.engine.name);
+        if (!settings)
+            throw std::logic_error(who + settings.error());
+        auto setup = server.configure(lr, *settings);
+        if (!setup)
+            throw std::logic_error(who + setup.error());
+        const EngineInputs served{lr, in.arch, *settings, *setup, in.weightsBytes, in.kv, in.kvBytesPerToken};
+        EngineBill b = server.bill(served);
+        for (EngineRefusal& refusal : b.refusals)
+            refusal.reason = who + refusal.reason;
+        return b;
+    }
+
+    static std::string cardName(const PlanRequest& r, std::size_t g) { return g == 0 ? r.card.id : r.moreGpus[g - 1].card.id; }
 };
 
 } // namespace
