@@ -30,7 +30,8 @@ Status validate(const GemvArgs& args) {
     if (formats::isGgmlBlockType(w.layout.type) && w.cols % formats::ggmlBlockWeights(w.layout.type) != 0)
         return Status::InvalidArgument; // ggml rows are whole blocks
     if (w.packing != RowPacking::AsStored && w.layout.type != formats::QuantType::Q8_0 &&
-        w.layout.type != formats::QuantType::Q4_0)
+        w.layout.type != formats::QuantType::Q4_0 && w.layout.type != formats::QuantType::Q4_K &&
+        w.layout.type != formats::QuantType::Q6_K)
         return Status::InvalidArgument;
     if (!args.x || !args.y || args.batch == 0 || args.batch > kMaxGemvBatch)
         return Status::InvalidArgument;

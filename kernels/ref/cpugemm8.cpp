@@ -3,6 +3,7 @@
 // kernels below are Headroom's own) for q8_0, q4_0, int8 and int4 codes.
 
 #include "gemm8.h"
+#include "kpanel.h"
 
 #include "parallel.h"
 
@@ -329,6 +330,8 @@ std::uint32_t gemvPanels(const GemvArgs& args, const float* xNat, unsigned threa
 }
 
 void unpackPanelGroup(fmt::QuantType type, std::uint32_t cols, const std::uint8_t* group, std::uint8_t* rows) {
+    if (isKQuant(type))
+        return unpackKPanelGroup(type, cols, group, rows);
     const std::uint32_t blocks = cols / kBlockCols;
     const std::uint32_t blockBytes = fmt::ggmlBlockBytes(type);
     for (std::uint32_t i = 0; i < blocks; ++i) {
@@ -348,10 +351,12 @@ void unpackPanelGroup(fmt::QuantType type, std::uint32_t cols, const std::uint8_
 } // namespace detail
 
 bool packsRows8(fmt::QuantLayout layout) {
-    return layout.type == fmt::QuantType::Q8_0 || layout.type == fmt::QuantType::Q4_0;
+    return layout.type == fmt::QuantType::Q8_0 || layout.type == fmt::QuantType::Q4_0 || detail::isKQuant(layout.type);
 }
 
 Status packRows8(fmt::QuantLayout layout, std::uint32_t rows, std::uint32_t cols, std::uint8_t* data) {
+    if (detail::isKQuant(layout.type))
+        return detail::packKRows8(layout.type, rows, cols, data);
     if (!packsRows8(layout) || rows == 0 || cols == 0 || cols % kBlockCols != 0 || !data)
         return Status::InvalidArgument;
     WeightMatrix w;

@@ -15,6 +15,7 @@
 #endif
 
 #include "gemm8.h"
+#include "kpanel.h"
 #include "kvaccess.h"
 #include "parallel.h"
 
@@ -639,6 +640,15 @@ inline float rowDotQ6_K(const std::uint8_t* row, const std::int8_t* xq, const st
     }
     return hsum(acc) - hsum(accOffset);
 }
+
+/// out[i] = the fp16 @p in[i] as fp32 (F16C; the same values as formats::halfToFloat), i < @p count.
+void halvesToFloats(const std::uint16_t* in, float* out, std::uint64_t count) {
+    std::uint64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+    for (; i < count; ++i)
+        out[i] = fmt::halfToFloat(in[i]);
+}
 } // namespace avx2
 #pragma GCC pop_options
 #endif
@@ -831,7 +841,9 @@ void gemvGgml(const GemvArgs& args, const float* xNat, bool useAvx2, CpuOptions 
     const std::uint64_t stride = fmt::rowBytes(w.layout, K);
     // Rows [0, first) by the 8-row panels; the rest (and every row elsewhere) below.
     const std::uint32_t first =
-        detail::panelKernelsRun(args, options.quantizeActivations, useAvx2) ? detail::gemvPanels(args, xNat, options.threads, options.vnni, options.amx) : 0;
+        detail::kPanelsRun(args, options.quantizeActivations, useAvx2)        ? detail::gemvKPanels(args, xNat, options.threads, options.vnni)
+        : detail::panelKernelsRun(args, options.quantizeActivations, useAvx2) ? detail::gemvPanels(args, xNat, options.threads, options.vnni, options.amx)
+                                                                              : 0;
     if (first == w.rows)
         return;
     if (w.packing == RowPacking::Interleaved8 && first == 0) {
@@ -910,8 +922,13 @@ Status gemvCpu(const GemvArgs& args, CpuOptions options) {
     const std::uint32_t K = w.cols;
     if (fmt::isGgmlBlockType(w.layout.type)) {
         std::vector<float> x(std::uint64_t{args.batch} * K);
-        for (std::uint64_t i = 0; i < x.size(); ++i)
-            x[i] = fmt::halfToFloat(args.x[i]);
+#if HEADROOM_CPU_X86
+        if (cpuUsesAvx2())
+            avx2::halvesToFloats(args.x, x.data(), x.size());
+        else
+#endif
+            for (std::uint64_t i = 0; i < x.size(); ++i)
+                x[i] = fmt::halfToFloat(args.x[i]);
         gemvGgml(args, x.data(), cpuUsesAvx2() && !options.portable, options);
         return Status::Ok;
     }

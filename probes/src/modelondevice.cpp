@@ -454,8 +454,8 @@ kernels::WeightMatrix ModelOnDevice::view(const formats::QuantLayout& layout, st
     w.scales = !formats::hasSeparateScales(layout)
         ? nullptr
         : reinterpret_cast<const std::uint16_t*>(data + rows * formats::rowBytes(layout, cols));
-    // On the CPU, q8_0 / q4_0 rows are interleaved 8 at a time once at load, as ggml's CPU
-    // backend repacks Q4_0 for AVX2 (kernels::packRows8; the same bytes).
+    // On the CPU, q8_0 / q4_0 / q4_K / q6_K rows are interleaved 8 at a time once at load, as
+    // ggml's CPU backend repacks Q4_0 and Q4_K for AVX2 (kernels::packRows8; the same bytes).
     if (m_device.kind() == DeviceKind::Cpu && kernels::cpuUsesAvx2() && kernels::packsRows8(layout)
         && kernels::packRows8(layout, w.rows, w.cols, data) == kernels::Status::Ok)
         w.packing = kernels::RowPacking::Interleaved8;

@@ -129,8 +129,9 @@ TEST_CASE("packRows8 lays q4_0 and q8_0 rows out as ggml's block_q4_0x8", "[kern
         CHECK(same);
         CHECK(std::equal(packed.begin() + 16 * stride, packed.end(), m.data.begin() + 16 * stride)); // tail rows as stored
     }
-    std::vector<std::uint8_t> bytes(144);
-    CHECK(hk::packRows8(fmt::ggmlLayout(fmt::QuantType::Q4_K), 8, 256, bytes.data()) == hk::Status::InvalidArgument);
+    std::vector<std::uint8_t> bytes(8 * 144);
+    CHECK(hk::packRows8(fmt::ggmlLayout(fmt::QuantType::Q4_K), 1, 128, bytes.data()) == hk::Status::InvalidArgument);
+    CHECK(hk::packRows8(fmt::ggmlLayout(fmt::QuantType::Q6_K), 8, 0, bytes.data()) == hk::Status::InvalidArgument);
     CHECK(hk::packRows8(fmt::ggmlLayout(fmt::QuantType::Q4_0), 8, 0, bytes.data()) == hk::Status::InvalidArgument);
 }
 
@@ -180,6 +181,47 @@ TEST_CASE("q8_0 and q4_0 on 8-row panels equal the reference, packed or not, on 
         exact.quantizeActivations = false;
         checkPacked(layout, 21, 96, 3, hk::OutputType::Fp32, seed++, exact); // unpacked copy, fp32 dots
         checkPacked(layout, 5, 64, 2, hk::OutputType::Fp32, seed++, hk::CpuOptions{2}); // fewer than 8 rows
+    }
+}
+
+TEST_CASE("q4_K and q6_K on 8-row panels equal the reference, and unpack bit for bit", "[kernels][ggml][gemv][panel]") {
+    std::uint32_t seed = 9000;
+    for (const fmt::QuantType type : {fmt::QuantType::Q4_K, fmt::QuantType::Q6_K}) {
+        const fmt::QuantLayout layout = fmt::ggmlLayout(type);
+        // Rows not a multiple of 8 (the tail rows stay as stored), one to several superblocks.
+        for (const std::uint32_t n : {8u, 13u, 37u, 69u})
+            for (const std::uint32_t blocks : {1u, 3u})
+                for (const std::uint32_t batch : {1u, 2u, 5u}) {
+                    checkPacked(layout, n, 256 * blocks, batch, hk::OutputType::Fp32, seed++, hk::CpuOptions{2});
+                    hk::CpuOptions noVnni{2};
+                    noVnni.vnni = false; // the AVX2 form on CPUs with AVX-VNNI too
+                    checkPacked(layout, n, 256 * blocks, batch, hk::OutputType::Fp32, seed++, noVnni);
+                }
+        checkPacked(layout, 27, 4864, 1, hk::OutputType::Fp16, seed++, hk::CpuOptions{2});
+        checkPacked(layout, 19, 4864, 1, hk::OutputType::Fp32, seed++, hk::CpuOptions{1});
+        hk::CpuOptions portable{2, true};
+        checkPacked(layout, 21, 512, 3, hk::OutputType::Fp32, seed++, portable); // unpacked copy, scalar dots
+        hk::CpuOptions exact{2};
+        exact.quantizeActivations = false;
+        checkPacked(layout, 21, 512, 3, hk::OutputType::Fp32, seed++, exact); // unpacked copy, fp32 dots
+        checkPacked(layout, 5, 256, 2, hk::OutputType::Fp32, seed++, hk::CpuOptions{2}); // fewer than 8 rows
+        // The scalar dots on the unpacked copy and on the rows as stored: the same bytes, so the
+        // same floats (the panel layout, q4_K's re-encoded 6-bit scales included, loses nothing).
+        constexpr std::uint32_t n = 29, k = 768, batch = 2;
+        const std::vector<float> w = normalFloats(std::uint64_t{n} * k, seed++);
+        const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
+        std::vector<std::uint8_t> packed = m.data;
+        REQUIRE(hk::packRows8(layout, n, k, packed.data()) == hk::Status::Ok);
+        CHECK_FALSE(std::equal(packed.begin(), packed.begin() + 24 * fmt::rowBytes(layout, k), m.data.begin()));
+        const std::vector<std::uint16_t> x = normalHalves(std::uint64_t{batch} * k, seed++);
+        std::vector<float> stored(std::uint64_t{batch} * n), unpacked(stored.size());
+        hk::GemvArgs args{m.view(), x.data(), batch, stored.data(), hk::OutputType::Fp32};
+        REQUIRE(hk::gemvCpu(args, portable) == hk::Status::Ok);
+        args.weights.data = packed.data();
+        args.weights.packing = hk::RowPacking::Interleaved8;
+        args.y = unpacked.data();
+        REQUIRE(hk::gemvCpu(args, portable) == hk::Status::Ok);
+        CHECK(stored == unpacked);
     }
 }
 

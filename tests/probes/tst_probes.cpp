@@ -844,6 +844,9 @@ TEST_CASE("the decode step runs MoE, MLA, plain-MLP and MLP-only models in limit
     mlpOnly.model.architecture->hybrid.blockIsMixerOrMlp = true;
     ModelInputs qwenShared = tinyQwen3Moe("q8_0"); // Qwen2-MoE: a shared expert of its own width behind a sigmoid gate
     qwenShared.model.architecture->moe.sharedExpertFfnSize = 160;
+    ModelInputs denseQ4_K = tiny(), denseQ6_K = tiny(); // K-quant rows packed in 8-row panels at load (packRows8)
+    denseQ4_K.format = *findFormat("q4_k");
+    denseQ6_K.format = *findFormat("q6_k");
     // {what, model, layers a frontier step runs: the first of each kind}
     const std::tuple<const char*, ModelInputs, std::uint64_t> models[] = {
         {"qwen3-moe q4_0", tinyQwen3Moe(), 1},
@@ -852,6 +855,8 @@ TEST_CASE("the decode step runs MoE, MLA, plain-MLP and MLP-only models in limit
         {"deepseek-v3 q_lora q4_0", tinyDeepseekV2Lite("q4_0", 96), 2},
         {"gpt2-style plain MLP fp16", plain, 1},
         {"MLP-only layers int4-g128", mlpOnly, 2}, // attention alone, MLP alone (layer 2 is layer 0's kind)
+        {"dense q4_K", denseQ4_K, 1},
+        {"dense q6_K", denseQ6_K, 1},
     };
     for (const auto& [what, in, frontierLayers] : models) {
         INFO(what);

@@ -37,7 +37,7 @@ struct CpuOptions {
     bool amx = true;
 };
 
-/// True when packRows8 can pack matrices of @p layout (q8_0 and q4_0).
+/// True when packRows8 can pack matrices of @p layout (q8_0, q4_0, q4_K and q6_K).
 bool packsRows8(formats::QuantLayout layout);
 
 /// Rearranges a q8_0 / q4_0 matrix of @p rows x @p cols, stored row after row in @p data
@@ -46,8 +46,11 @@ bool packsRows8(formats::QuantLayout layout);
 /// chunk c from row c % 8], q4_0 nibbles XOR 0x88, as ggml's CPU repack of Q4_0 for AVX2
 /// (`make_block_q4_0x8`, ggml/src/ggml-cpu/repack.cpp at ggml d99724f2); the rows past the last
 /// whole group stay as stored. Done once when weights are loaded, so that the B = 1 GEMV reads one
-/// stream of 8 rows and their 8 scales per block column. Errors: InvalidArgument (another layout,
-/// zero sizes, K not whole blocks of 32, null data).
+/// stream of 8 rows and their 8 scales per block column. q4_K / q6_K (K whole superblocks of 256)
+/// become K / 256 panel blocks of 8 x 144 / 8 x 210 bytes per group of 8 rows, as ggml's CPU repack
+/// of Q4_K (`block_q4_Kx8`, repack.cpp) makes 8 blocks one; the order inside is Headroom's own
+/// (kernels/ref/kpanel.h: codes in 4-byte chunks of each row, scales decoded once per 8 rows).
+/// Errors: InvalidArgument (another layout, zero sizes, K not whole blocks, null data).
 Status packRows8(formats::QuantLayout layout, std::uint32_t rows, std::uint32_t cols, std::uint8_t* data);
 
 /// True when gemvCpu runs @p args (every valid layout, B <= kMaxGemvBatch).
@@ -62,7 +65,9 @@ bool supportsGemvCpu(const GemvArgs& args);
 /// B) and int8 / int4 with whole 32-column scale territories (B >= 2) run as a GEMM on panels of
 /// 8 interleaved rows (packed once by packRows8, or per panel for the B rows of one call): x is
 /// quantized once per 32 columns, each weight block is loaded once for 4 activation rows and
-/// yields the 8 rows' int32 sums in one register. Interleaved8 rows on the portable or exact
+/// yields the 8 rows' int32 sums in one register; q4_K / q6_K in RowPacking::Interleaved8 (any B)
+/// run on their 8-row panels with x quantized once per call to q8_K blocks (AVX-VNNI or AVX2).
+/// Interleaved8 rows on the portable or exact
 /// paths run on an unpacked copy (slow: for tests and CPUs without AVX2). Errors:
 /// InvalidArgument, NotSupported.
 Status gemvCpu(const GemvArgs& args, CpuOptions options = {});

@@ -32,12 +32,14 @@ enum class OutputType {
 /// How the rows of a weight matrix lie in memory.
 enum class RowPacking {
     AsStored,     ///< row after row, rowBytes(layout, K) bytes each (GGUF's and every layout's own order)
-    /// q8_0 / q4_0 only: each group of 8 rows is interleaved block column by block column, as
+    /// q8_0 / q4_0 (and q4_K / q6_K, below): each group of 8 rows is interleaved block column by block column, as
     /// ggml's CPU repack lays out Q4_0 for AVX2 (`block_q4_0x8`: the 8 fp16 scales, then the code
     /// bytes of the 8 rows in chunks of 8 bytes, chunk c from row c % 8, its nibbles XOR 0x88;
     /// `make_block_q4_0x8`, ggml/src/ggml-cpu/repack.cpp); q8_0 takes the same chunks of its int8
     /// codes. The N % 8 rows after the last whole group stay as stored. Same bytes as AsStored;
-    /// made by packRows8 (cpukernels.h), run by the fast CPU kernels only.
+    /// made by packRows8 (cpukernels.h), run by the fast CPU kernels only. q4_K / q6_K: 8 rows per
+    /// 256-column superblock in one panel block (as ggml's `block_q4_Kx8`; Headroom's byte order,
+    /// kernels/ref/kpanel.h).
     Interleaved8,
 };
 
@@ -134,7 +136,7 @@ struct KvAppendArgs {
 
 /// Checks the sizes, pointers and layout of @p args (not the contents of device memory); GGML
 /// block types need K a multiple of their block (ggml's rule); RowPacking::Interleaved8 needs
-/// q8_0 or q4_0.
+/// q8_0, q4_0, q4_K or q6_K.
 Status validate(const GemvArgs& args);
 /// Checks the sizes and pointers of @p args (host-side fields only).
 Status validate(const KvAppendArgs& args);
