@@ -184,6 +184,33 @@ TEST_CASE("q8_0 and q4_0 on 8-row panels equal the reference, packed or not, on 
     }
 }
 
+TEST_CASE("the q4_K / q6_K panels quantize activations as ggml's q8_K does, ties away from zero", "[kernels][ggml][gemv][panel]") {
+    // max |x| = 127 gives iscale = -127 / 127 = -1: x = 2.5, -3.5, 0.5, ... are exact ties, which
+    // nearestInt (roundf) sends away from zero; the panels' AVX2 quantizer must agree with the
+    // scalar one of the rows as stored (a code off by one moves y by ~1e-3 of its size).
+    constexpr std::uint32_t n = 16, k = 512;
+    const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 6.5f, -126.5f, 1.5f};
+    std::vector<std::uint16_t> x(k);
+    for (std::uint32_t j = 0; j < k; ++j)
+        x[j] = fmt::floatToHalf(ties[j % 8] * (j % 16 < 8 ? 1.0f : -1.0f));
+    for (const fmt::QuantType type : {fmt::QuantType::Q4_K, fmt::QuantType::Q6_K}) {
+        const fmt::QuantLayout layout = fmt::ggmlLayout(type);
+        const std::vector<float> w = normalFloats(std::uint64_t{n} * k, 78);
+        const hk::QuantizedMatrix m = hk::quantizeMatrix(w.data(), n, k, layout, 1);
+        std::vector<std::uint8_t> packed = m.data;
+        REQUIRE(hk::packRows8(layout, n, k, packed.data()) == hk::Status::Ok);
+        std::vector<float> portable(n), panels(n);
+        hk::GemvArgs args{m.view(), x.data(), 1, portable.data(), hk::OutputType::Fp32};
+        REQUIRE(hk::gemvCpu(args, hk::CpuOptions{1, true}) == hk::Status::Ok); // scalar nearestInt
+        args.weights.data = packed.data();
+        args.weights.packing = hk::RowPacking::Interleaved8;
+        args.y = panels.data();
+        REQUIRE(hk::gemvCpu(args, hk::CpuOptions{1, false}) == hk::Status::Ok);
+        for (std::uint32_t i = 0; i < n; ++i)
+            CHECK(panels[i] == Approx(portable[i]).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("q4_K and q6_K on 8-row panels equal the reference, and unpack bit for bit", "[kernels][ggml][gemv][panel]") {
     std::uint32_t seed = 9000;
     for (const fmt::QuantType type : {fmt::QuantType::Q4_K, fmt::QuantType::Q6_K}) {
