@@ -216,7 +216,7 @@ bool cpuHasAvxVnniK() {
 #endif
 
 /// y[at] = @p value as the output type of @p args.
-void storeY(const GemvArgs& args, std::uint64_t at, float value) {
+[[maybe_unused]] void storeY(const GemvArgs& args, std::uint64_t at, float value) {
     if (args.yType == OutputType::Fp32)
         static_cast<float*>(args.y)[at] = value;
     else
