@@ -50,7 +50,8 @@ std::uint32_t gemvAmx(const GemvArgs& args, const float* xNat, unsigned threads)
 float quantizeActivationBlock32(const float* x, std::int8_t* q);
 
 /// Rows [8 g, 8 g + 8) of a q8_0 / q4_0 matrix in RowPacking::Interleaved8 (@p group: their
-/// 8 rowBytes bytes) written back as stored into @p rows [8][rowBytes] (the portable paths).
+/// 8 rowBytes bytes) written back as stored into @p rows [8][rowBytes] (the portable paths);
+/// q4_K / q6_K go to unpackKPanelGroup (kpanel.h).
 void unpackPanelGroup(formats::QuantType type, std::uint32_t cols, const std::uint8_t* group, std::uint8_t* rows);
 
 } // namespace headroom::kernels::detail
