@@ -266,7 +266,7 @@ std::uint64_t mostContextTokens(const PlanResult& plan, std::uint64_t users)
         return *plan.maxContext;
     // A layer split holds the context the engine placed it for in each sequence (splitbill.h), not
     // what the card's pool (empty: the weights do not fit it whole) would give.
-    if (const SplitBill split = splitBill(plan); split.layerSplit)
+    if (const SplitBill split = splitBill(plan); split.partial)
         return split.contextTokensPerSequence;
     std::uint64_t most = users == 1 ? plan.maxResidentTokens : maxContextTokens(plan.pool(), users);
     if (plan.modelContextTokens > 0)
