@@ -50,3 +50,7 @@ set_tests_properties(cli_plan_offload_none_gpu PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "offloaded 0/29 layers to GPU" FAIL_REGULAR_EXPRESSION "CUDA0 (model|KV) buffer")
 add_test(NAME cli_flags_host_experts_gpu_over COMMAND ${_cli} flags -m qwen3-30b-a3b -w q4_k -c rtx-4060 --engine llama.cpp --offload 99 --set n-cpu-moe=20)
 set_tests_properties(cli_flags_host_experts_gpu_over PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "^# nothing to launch: .*--n-cpu-moe 20 puts 12\\.84 GiB on the GPU")
+# The report prints the same verdict and the host's bill alone (no device bill) for the host-only card.
+add_test(NAME cli_report_cpu COMMAND ${_cli} report -m qwen2.5-7b -w q4_k_m -c cpu --engine llama.cpp -f md)
+set_tests_properties(cli_report_cpu PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "8,192 \\(CPU only: 9\\.32 GiB RAM\\).*\nCPU only: no GPU, all 29 layers on the host, 9\\.32 GiB in host memory\n\n\\*\\*Host side: no GPU, all 29 layers on the CPU\\*\\*")
