@@ -70,7 +70,8 @@ nlohmann::json planJsonObject(const PlanResult& p)
         case SettingType::Number: settings[v.key] = v.number; break;
         case SettingType::Boolean: settings[v.key] = v.integer != 0; break;
         case SettingType::Choice:
-        case SettingType::List: settings[v.key] = v.text; break;
+        case SettingType::List:
+        case SettingType::Text: settings[v.key] = v.text; break;
         }
     }
     j["engine_settings"] = settings;

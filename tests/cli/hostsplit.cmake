@@ -54,3 +54,12 @@ set_tests_properties(cli_flags_host_experts_gpu_over PROPERTIES LABELS cli PASS_
 add_test(NAME cli_report_cpu COMMAND ${_cli} report -m qwen2.5-7b -w q4_k_m -c cpu --engine llama.cpp -f md)
 set_tests_properties(cli_report_cpu PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "8,192 \\(CPU only: 9\\.32 GiB RAM\\).*\nCPU only: no GPU, all 29 layers on the host, 9\\.32 GiB in host memory\n\n\\*\\*Host side: no GPU, all 29 layers on the CPU\\*\\*")
+# -ot/--override-tensor (src/llama-model.cpp tensor_buft_overrides): "exps=CPU" keeps every routed
+# expert on the host, as --n-cpu-moe 48 does; flags passes it on; a bad buffer type is an error.
+add_test(NAME cli_plan_override_tensor COMMAND ${_cli} plan -m qwen3-30b-a3b -w q4_k -c rtx-4060 --engine llama.cpp --offload 99 --set ot=exps=CPU)
+set_tests_properties(cli_plan_override_tensor PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "CUDA0 model buffer size = 701\\.73 MiB.*partial offload: 49/49 layers on the GPU with routed experts 15\\.19 GiB in host memory")
+add_test(NAME cli_flags_override_tensor COMMAND ${_cli} flags -m qwen3-30b-a3b -w q4_k -c rtx-4060 --engine llama.cpp --set override-tensor=exps=CPU)
+set_tests_properties(cli_flags_override_tensor PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION " -ngl 49 -ot exps=CPU ")
+add_test(NAME cli_error_override_tensor COMMAND sh -c "${_cli} plan -m qwen3-30b-a3b -w q4_k -c rtx-4060 --engine llama.cpp --set ot=exps=GPU 2>&1; echo \"exit code $?\"")
+set_tests_properties(cli_error_override_tensor PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "override-tensor: unknown buffer type \"GPU\" in \"exps=GPU\": expected CPU or CUDA<N>\nexit code 1")

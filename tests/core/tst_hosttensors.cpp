@@ -6,6 +6,7 @@
 // 6.79 GiB" for Qwen3-30B-A3B with --n-cpu-moe on an RTX 4060, a GPU-only verdict with -nkvo.
 #include "fixtures.h"
 
+#include "headroom/core/engines/llamacppoffload.h"
 #include "headroom/core/launchflags.h"
 #include "headroom/core/plan.h"
 #include "headroom/core/profiles.h"
@@ -153,4 +154,40 @@ TEST_CASE("host tensors: a plan with nothing on the host stays a full-GPU one", 
     CHECK(b.hostExpertBytes.value == 0);
     CHECK(p->verdict.state == FitState::Fits);
     CHECK(placementOf(*p) == Placement::FullGpu);
+}
+
+TEST_CASE("host experts: -ot patterns place the tensors they match, as --n-cpu-moe's own patterns do", "[splitbill][hostexperts]")
+{
+    // -ot exps=CPU (every routed expert) is --n-cpu-moe 48; blk\.([0-9]|1[0-9])\.ffn_.*_exps=CPU
+    // (layers 0-19) is --n-cpu-moe 20: the same bytes on each side.
+    const auto sides = [](std::vector<EngineSetting> settings) {
+        PlanRequest r = hostTensorsRequest("qwen3-30b-a3b", "q4_k");
+        r.gpuLayers = 99;
+        r.engineSettings = std::move(settings);
+        auto p = makePlan(r);
+        REQUIRE(p);
+        return std::make_pair(figure(*p, "gpu_weights_bytes"), splitBill(*p).hostExpertBytes.value);
+    };
+    const auto all = sides({{"override-tensor", "exps=CPU"}});
+    CHECK(all.second == 48 * kQwen3ExpertsOfLayerBytes);
+    CHECK(all == sides({{"n-cpu-moe", "48"}}));
+    const auto first20 = sides({{"ot", "blk\\.([0-9]|1[0-9])\\.ffn_.*_exps=CPU"}});
+    CHECK(first20.second == 20 * kQwen3ExpertsOfLayerBytes);
+    CHECK(first20 == sides({{"n-cpu-moe", "20"}}));
+
+    // Parsing: items PATTERN=CPU|CUDA<N>, the first match wins, bad items named.
+    const auto parsed = llamacpp::parseTensorOverrides("ffn_up_exps=CUDA0,exps=CPU", 1);
+    REQUIRE(parsed);
+    REQUIRE(parsed->size() == 2);
+    CHECK((*parsed)[0].device == 0);
+    CHECK((*parsed)[1].device == -1);
+    CHECK_FALSE(llamacpp::parseTensorOverrides("exps=CUDA1", 1));
+    CHECK_FALSE(llamacpp::parseTensorOverrides("exps=GPU", 1));
+    CHECK_FALSE(llamacpp::parseTensorOverrides("ex(ps=CPU", 1));
+    CHECK_FALSE(llamacpp::parseTensorOverrides("exps", 1));
+    PlanRequest bad = hostTensorsRequest("qwen3-30b-a3b", "q4_k");
+    bad.engineSettings = {{"override-tensor", "exps=GPU"}};
+    const auto refused = makePlan(bad);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error() == "override-tensor: unknown buffer type \"GPU\" in \"exps=GPU\": expected CPU or CUDA<N>");
 }

@@ -40,6 +40,10 @@ const std::vector<SettingSpec>& llamaSettings()
                  1 << 20, {}, {"ngl", "gpu-layers"}),
         makeSpec("n-cpu-moe", SettingType::Integer, "0", "layers [0, N) keep their routed experts in host memory", 0,
                  1 << 20, {}, {"ncmoe"}),
+        makeSpec("override-tensor", SettingType::Text, "",
+                 "-ot PATTERN=CPU|CUDA<N>,...: tensors whose GGUF name matches go there (\"exps=CPU\": every routed "
+                 "expert in host memory)",
+                 0, 0, {}, {"ot"}),
         makeSpec("no-kv-offload", SettingType::Boolean, "false", "every layer's KV cache in host memory", 0, 0, {},
                  {"nkvo"}),
         makeSpec("no-repack", SettingType::Boolean, "false",
@@ -164,6 +168,9 @@ public:
             return tl::unexpected(t.error());
         if (!s.find("fit-ctx"))
             s.setDerived(derivedInteger("fit-ctx", r.engine.minContextTokens));
+        if (auto ot = s.text("override-tensor"); ot && !ot->empty())
+            if (auto parsed = llamacpp::parseTensorOverrides(*ot, r.moreGpus.size() + 1); !parsed)
+                return tl::unexpected("override-tensor: " + parsed.error());
         if (!r.moreGpus.empty()) {
             auto split = tensorSplitOfCards(r, s);
             if (!split)
@@ -363,6 +370,9 @@ private:
         if (auto ts = s.text("tensor-split"); ts && !ts->empty())
             if (auto parsed = llamacpp::parseTensorSplit(*ts))
                 o.tensorSplit = *parsed;
+        if (auto ot = s.text("override-tensor"); ot && !ot->empty())
+            if (auto parsed = llamacpp::parseTensorOverrides(*ot, r.moreGpus.size() + 1))
+                o.tensorOverrides = *parsed;
         p.layersAsked = s.given("n-gpu-layers") || r.gpuLayers.has_value() || r.card.hostOnly;
         if (const std::optional<std::uint64_t> ngl = s.integer("n-gpu-layers"); p.layersAsked)
             o.gpuLayers = static_cast<std::int64_t>(ngl ? *ngl : r.gpuLayers.value_or(0));
@@ -391,7 +401,7 @@ private:
         fit.minContextTokens = explicitZero ? llamacpp::kFullContext : s.integer("fit-ctx").value_or(r.engine.minContextTokens);
         fit.gpuLayersSet = p.layersAsked;
         fit.tensorSplitSet = s.given("tensor-split");
-        fit.tensorOverridesSet = o.cpuMoeLayers > 0;
+        fit.tensorOverridesSet = o.cpuMoeLayers > 0 || !o.tensorOverrides.empty();
         p.result = llamacpp::fitParams(p.tensors, in.arch, ctx, o, fit);
         p.ctxSizeTokens = p.result->ctxSizeTokens;
         if (p.result->outcome == llamacpp::FitOutcome::LayersPlaced)
@@ -459,7 +469,7 @@ private:
         const bool asked = p.layersAsked;
         const llamacpp::OffloadBill bill = llamacpp::offload(p.tensors, in.arch, fitted, o);
         if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split
-            && o.ffnOverrides.empty())
+            && o.ffnOverrides.empty() && o.tensorOverrides.empty())
             return;
         // -ngl given: llama.cpp keeps it (--fit moves only what was not set, common/fit.cpp) and
         // allocates the GPU's model, KV and compute buffers at start; more than the device has
@@ -470,7 +480,7 @@ private:
         const bool placedByFit = p.result && p.result->outcome == llamacpp::FitOutcome::LayersPlaced;
         const bool partial = bill.offloadedLayers < bill.totalLayers || bill.host.expertBytes.value > 0
                              || bill.host.kvBytes.value > 0 || bill.host.weightsBytes > bill.tokenEmbeddingBytes;
-        const bool fixed = asked || (!placedByFit && (o.cpuMoeLayers > 0 || !o.kvOffload));
+        const bool fixed = asked || (!placedByFit && (o.cpuMoeLayers > 0 || !o.tensorOverrides.empty() || !o.kvOffload));
         if (fixed && partial && llamacpp::busiestDeviceBytes(bill) > budget)
             b.refusals.push_back({FitLimit::EngineRefusesToStart,
                                   llamacpp::offloadFlags(bill, o) + " puts "
