@@ -24,7 +24,7 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
             ->expected(1, -1);
         cmd->add_option("--weights,-w", o.formats, "Weight formats (fp16, int4-g128, nf4-b64, q4_k, ...); several allowed")
             ->expected(1, -1);
-        cmd->add_option("--card,-c", o.cards, "Card profile ids or sizes (rtx-4090, 8GiB); several allowed")->expected(1, -1);
+        cmd->add_option("--card,-c", o.cards, "Card profile ids or sizes (rtx-4090, 8GiB), or cpu for the host alone (no GPU); several allowed")->expected(1, -1);
     } else {
         o.models.resize(1);
         o.formats.resize(1);
@@ -34,7 +34,8 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
         cmd->add_option("--weights,-w", o.formats[0], std::string("Weight format (default: the files' format, else ") + kDefaultFormat + ")");
         cmd->add_option("--card,-c", o.cards,
                         "Card profile id or size (default rtx-4090); several (-c rtx-3090 -c rtx-3060) are the GPUs one "
-                        "model's layers are placed over, in device order (ollama, llama.cpp; --free/--used apply to each)")
+                        "model's layers are placed over, in device order (ollama, llama.cpp; --free/--used apply to each); cpu "
+                        "for the host alone, no GPU (llama.cpp on the CPU: --host-ram, --host-bandwidth)")
             ->expected(1, -1);
     }
     cmd->add_option("--params", o.params, "Nominal parameter count replacing the derived one (7e9, 7B)")
@@ -66,7 +67,8 @@ void addPlanOptions(CLI::App* cmd, PlanOptions& o, bool multi)
         ->check(sizeValidator())
         ->excludes(freeOpt);
     cmd->add_option("--offload", o.offload,
-                    "GPU layers: auto (the engine's placement, default), N (llama.cpp -ngl: output layer included), none (CPU only)")
+                    "GPU layers: auto (the engine's placement, default), N (llama.cpp -ngl: output layer included), none (every layer "
+                    "on the CPU; the GPU keeps its CUDA context and compute buffer; --card cpu for no GPU at all)")
         ->check([](const std::string& s) {
             return s == "auto" || s == "none" || (!s.empty() && s.size() < 8 && s.find_first_not_of("0123456789") == std::string::npos)
                 ? std::string()
@@ -188,7 +190,12 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                 auto card = resolveCard(c, profiles);
                 if (!card)
                     return tl::unexpected(card.error());
-                if (engine.kind == EngineKind::Flat && engine.fixedReserve >= card->totalBytes)
+                if (card->hostOnly && !o.hostBandwidth.empty())
+                    card->bandwidthGBps = *parseHostBandwidth(o.hostBandwidth);
+                if (card->hostOnly && !o.offload.empty() && o.offload != "none" && o.offload != "auto" && o.offload != "0")
+                    return tl::unexpected("--offload " + o.offload + " with --card cpu: the host-only card has no GPU to "
+                                          "offload layers to (give none, or a GPU card)");
+                if (engine.kind == EngineKind::Flat && !card->hostOnly && engine.fixedReserve >= card->totalBytes)
                     return tl::unexpected("--reserve " + o.reserve + " (" + formatBytes(engine.fixedReserve)
                                           + ") leaves nothing of the " + formatBytes(card->totalBytes) + " card '" + card->id + "'");
                 PlanRequest r;

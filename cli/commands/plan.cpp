@@ -6,6 +6,7 @@
 
 #include "headroom/core/enginerules.h"
 #include "headroom/core/planjson.h"
+#include "headroom/core/speed/hostbandwidth.h"
 #include "headroom/core/splitbill.h"
 
 #include <algorithm>
@@ -75,7 +76,9 @@ void printSplitBill(const PlanResult& p, const SplitBill& split, std::ostream& o
             row("  " + i.label, i.bytes, i.note);
         row("= on the GPU", split.gpuBytes(), "of the usable " + formatBytes(p.usableBytes));
     }
-    t.addRow({"host side", "", "", split.gpu.empty() ? layers + " on the GPU, the rest in host memory" : "host memory (RAM)"});
+    t.addRow({"host side", "", "",
+              split.hostOnly ? "no GPU: all " + formatThousands(split.totalLayers) + " layers on the CPU, in host memory (RAM)"
+                             : (split.gpu.empty() ? layers + " on the GPU, the rest in host memory" : "host memory (RAM)")});
     for (const SplitBillItem& i : split.host)
         row("  " + i.label, i.bytes, i.note);
     row("= in host memory", split.hostBytes(), "what --host-ram is checked against");
@@ -94,8 +97,13 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
     if (p.kv.slidingLayers > 0)
         out << ", " << p.kv.slidingLayers << " sliding layers capped at " << formatThousands(p.kv.windowTokens) << " tokens";
     out << '\n';
-    out << "Card      " << p.cardId << (r.card.name.empty() || r.card.anonymous ? "" : " (" + r.card.name + ")") << ", "
-        << formatBytes(p.cardTotalBytes) << " total\n";
+    if (p.hostOnly)
+        out << "Card      " << p.cardId << " (" << r.card.name << "), " << hostBandwidthText(r.hostBandwidthGBps)
+            << (r.hostMemoryBytes ? ", " + formatBytes(*r.hostMemoryBytes) + " RAM (--host-ram)" : ", RAM not checked (--host-ram)")
+            << '\n';
+    else
+        out << "Card      " << p.cardId << (r.card.name.empty() || r.card.anonymous ? "" : " (" + r.card.name + ")") << ", "
+            << formatBytes(p.cardTotalBytes) << " total\n";
     out << "Engine    " << r.engine.name << " " << p.engineVersion
         << (p.tensorParallel > 1 ? ", TP " + std::to_string(p.tensorParallel) : "")
         << (p.pipelineParallel > 1 ? ", PP " + std::to_string(p.pipelineParallel) : "") << '\n';
@@ -122,17 +130,20 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         answer.addRow({"why", fitLimitLabel(v.limit)});
         answer.print(out, "  ");
         out << "  " << v.reason << '\n';
-        out << "  " << r.engine.name << " cannot load "
-            << (v.limit == FitLimit::EngineFormat ? p.formatId + " weights" : "a " + p.kvDtypeId + " KV cache")
-            << ": it stops at start-up, before printing its buffers\n";
+        if (v.limit == FitLimit::EngineNeedsGpu)
+            out << "  " << r.engine.name << " is not planned without a GPU: no bill of it exists on --card " << p.cardId << '\n';
+        else
+            out << "  " << r.engine.name << " cannot load "
+                << (v.limit == FitLimit::EngineFormat ? p.formatId + " weights" : "a " + p.kvDtypeId + " KV cache")
+                << ": it stops at start-up, before printing its buffers\n";
         for (const std::string& w : r.model.warnings)
             out << "  warning: " << w << '\n';
         return;
     }
     const SplitBill split = splitBill(p);
-    if (!split.layerSplit || split.gpu.empty())
+    if ((!split.partial || split.gpu.empty()) && !split.hostOnly)
         printBill(p, out);
-    if (split.layerSplit)
+    if (split.partial)
         printSplitBill(p, split, out);
     out << '\n';
     TextTable cap;
@@ -151,6 +162,9 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
         cap.addRow({"model's trained context", tokens(p.modelContextTokens)});
     cap.addRow({"asked", users(p.users) + " x " + tokens(p.contextTokens) + " tokens"});
     cap.addRow({"verdict", fitStateLabel(v.state)});
+    // A partial plan's placement, as the app's indicator shows it: partial, or the CPU alone.
+    if (v.state == FitState::PartialOffload)
+        cap.addRow({"placement", placementLabel(placementOf(p))});
     if (v.limit != FitLimit::None)
         cap.addRow({v.state == FitState::DoesNotFit ? "why" : "binding limit", fitLimitLabel(v.limit)});
     if (v.loads())
@@ -179,11 +193,15 @@ std::string tableCaption(const std::vector<PlanRequest>& reqs, const std::vector
         caption += ", asked " + tokens(h.contextTokens) + " tokens each" + (capped ? " (or the model's trained context)" : "");
     }
     bool split = false;
-    for (const PlanResult& p : plans)
-        split = split || p.verdict.state == FitState::PartialOffload;
+    bool cpu = false;
+    for (const PlanResult& p : plans) {
+        split = split || (p.verdict.state == FitState::PartialOffload && !p.hostOnly);
+        cpu = cpu || (p.verdict.state == FitState::PartialOffload && p.hostOnly);
+    }
     return caption + ", " + plans.front().kvDtypeId + " KV, " + r.engine.name
         + ". A number alone fits as asked; \"N (limit)\" fits with less, the limit named; "
         + (split ? "\"N (partial: G/T layers, X RAM)\" loads with G of T layers on the GPU and X in host memory; " : "")
+        + (cpu ? "\"N (CPU only: X RAM)\" runs on the host alone with X in host memory; " : "")
         + "\"no: why\" does not fit.";
 }
 
@@ -223,8 +241,12 @@ void printTable(const std::vector<PlanResult>& plans, const std::vector<PlanRequ
     for (const std::string& c : cards) {
         for (const PlanRequest& r : reqs)
             if (r.card.id == c) {
-                out << "  " << c << ": " << (r.card.anonymous ? "anonymous card" : r.card.name) << ", "
-                    << formatBytes(r.card.totalBytes) << " driver total\n";
+                if (r.card.hostOnly)
+                    out << "  " << c << ": " << r.card.name << ", " << hostBandwidthText(r.hostBandwidthGBps)
+                        << (r.hostMemoryBytes ? ", " + formatBytes(*r.hostMemoryBytes) + " RAM (--host-ram)" : "") << '\n';
+                else
+                    out << "  " << c << ": " << (r.card.anonymous ? "anonymous card" : r.card.name) << ", "
+                        << formatBytes(r.card.totalBytes) << " driver total\n";
                 break;
             }
     }

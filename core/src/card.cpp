@@ -25,4 +25,16 @@ Card anonymousCard(std::string_view sizeText, Bytes size)
     return card;
 }
 
+Card hostCard(double bandwidthGBps)
+{
+    Card card;
+    card.id = std::string(kHostCardId);
+    card.name = "CPU only (no GPU): the host's RAM and memory bandwidth";
+    card.memoryClass = "host RAM";
+    card.bandwidthGBps = bandwidthGBps;
+    card.source = "no GPU: the host's RAM (--host-ram, not checked when absent) and memory bandwidth (--host-bandwidth)";
+    card.hostOnly = true;
+    return card;
+}
+
 } // namespace headroom

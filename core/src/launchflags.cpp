@@ -266,7 +266,7 @@ std::uint64_t mostContextTokens(const PlanResult& plan, std::uint64_t users)
         return *plan.maxContext;
     // A layer split holds the context the engine placed it for in each sequence (splitbill.h), not
     // what the card's pool (empty: the weights do not fit it whole) would give.
-    if (const SplitBill split = splitBill(plan); split.layerSplit)
+    if (const SplitBill split = splitBill(plan); split.partial)
         return split.contextTokensPerSequence;
     std::uint64_t most = users == 1 ? plan.maxResidentTokens : maxContextTokens(plan.pool(), users);
     if (plan.modelContextTokens > 0)
@@ -388,6 +388,11 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
                 add("-ot", f.printed.substr(4), arg,
                     "the FFN tensors llama.cpp --fit sends to the host or the next GPU (llama-fit-params): with -ngl "
                     "given --fit places nothing itself");
+        // -ot before --n-cpu-moe: llama.cpp appends the patterns of both in command-line order and the
+        // first match wins (common/arg.cpp, src/llama-model.cpp), the order the plan priced.
+        for (const SettingValue& sv : plan.engineSettings)
+            if (sv.key == "override-tensor" && !sv.text.empty())
+                add("-ot", sv.text, arg, "the tensors these patterns match go to the buffer named, as planned");
         for (const SettingValue& sv : plan.engineSettings) {
             if (sv.key == "n-cpu-moe" && sv.text != "0" && !sv.text.empty())
                 add("--n-cpu-moe", sv.text, arg, "the routed experts of the first " + sv.text + " layers stay in host memory");

@@ -80,6 +80,8 @@ public:
                                   + " shards a model over identical GPUs (--tp, --pp with one --card); only ollama and "
                                     "llama.cpp place its layers over several cards");
         const Engine& engine = engineFor(m_r.engine.kind);
+        if (m_r.card.hostOnly && !m_r.moreGpus.empty())
+            return tl::unexpected(std::string("--card cpu is the host alone (no GPU): it does not combine with GPU cards"));
         auto settings = parseEngineSettings(engine.settings(), m_r.engine.settingDefaults, m_r.engineSettings,
                                             m_r.engine.name + " " + appliedEngineVersion(m_r.engine));
         if (!settings)
@@ -110,6 +112,20 @@ public:
         m_out.refusals = engine.compatibility(m_r, m_setup);
         if (auto draft = priceDraft(engine); !draft)
             return tl::unexpected(draft.error());
+        // No GPU (the host-only card): only an engine with a CPU backend runs; the others stop here,
+        // before a bill of a device that does not exist.
+        if (m_r.card.hostOnly && !engine.runsOnHost()) {
+            m_out.refusals.push_back({FitLimit::EngineNeedsGpu,
+                                      engine.offloadsLayers()
+                                          ? m_r.engine.name + " on the CPU alone (library=cpu) is not planned here yet: --card cpu "
+                                                "has no GPU; plan llama.cpp (--engine llama.cpp), or a GPU card with --offload none"
+                                          : m_r.engine.name + " needs a GPU: Headroom plans its GPU (CUDA/ROCm) build, and --card "
+                                                "cpu has none; on the CPU alone plan llama.cpp (--engine llama.cpp)"});
+            m_out.verdict = decideVerdict(verdictQuestion(), m_out);
+            m_out.fits = m_out.verdict.fits();
+            m_out.reason = m_out.verdict.reason;
+            return m_out;
+        }
         if (m_r.gpuLayers && *m_r.gpuLayers <= m_arch.layers && !engine.offloadsLayers())
             m_out.refusals.push_back({FitLimit::EngineRefusesToStart,
                                       m_r.engine.name + " keeps every layer on the GPU: it has no layer offload (--offload "
@@ -135,6 +151,7 @@ private:
         m_out.tensorParallel = m_setup.tensorParallel;
         m_out.pipelineParallel = m_setup.pipelineParallel;
         m_out.cardTotalBytes = m_r.card.totalBytes;
+        m_out.hostOnly = m_r.card.hostOnly;
         m_out.flashAttention = m_setup.flashAttention;
         m_out.ubatchTokens = m_setup.ubatchTokens;
         m_out.paging = m_setup.paging;
@@ -327,7 +344,7 @@ private:
     void splitCapacity()
     {
         const SplitBill split = splitBill(m_out);
-        if (!split.layerSplit)
+        if (!split.partial)
             return;
         m_out.maxResidentTokens = split.residentTokens;
         if (m_setup.usersAsked)

@@ -70,7 +70,8 @@ nlohmann::json planJsonObject(const PlanResult& p)
         case SettingType::Number: settings[v.key] = v.number; break;
         case SettingType::Boolean: settings[v.key] = v.integer != 0; break;
         case SettingType::Choice:
-        case SettingType::List: settings[v.key] = v.text; break;
+        case SettingType::List:
+        case SettingType::Text: settings[v.key] = v.text; break;
         }
     }
     j["engine_settings"] = settings;
@@ -115,9 +116,14 @@ nlohmann::json planJsonObject(const PlanResult& p)
     j["max_resident_tokens"] = p.maxResidentTokens;
     j["kv_blocks"] = p.kvBlocks;
     // The two sides of a layer split (splitbill.h), as `plan` and the reports print them.
-    if (const SplitBill split = splitBill(p); split.layerSplit)
+    if (p.hostOnly) // the host-only card "cpu" (no GPU); absent otherwise
+        j["host_only"] = true;
+    if (const SplitBill split = splitBill(p); split.partial)
         j["split_bill"] = {{"gpu_layers", split.gpuLayers},
                            {"total_layers", split.totalLayers},
+                           {"layer_split", split.layerSplit},
+                           {"host_expert_bytes", split.hostExpertBytes.value},
+                           {"host_kv_bytes", split.hostKvBytes.value},
                            {"host_weights_mapped", split.hostWeightsMapped},
                            {"host_weights_note", split.hostWeightsNote},
                            {"context_tokens_per_sequence", split.contextTokensPerSequence},

@@ -1,4 +1,6 @@
 #include "headroom/core/resolve.h"
+
+#include "headroom/core/speed/splitspeed.h"
 #include "headroom/core/safetext.h"
 
 #include "headroom/core/importers/importedmodel.h"
@@ -320,6 +322,10 @@ tl::expected<Card, std::string> resolveCard(const std::string& arg, const Profil
 {
     if (const Card* c = profiles.findCard(arg))
         return *c;
+    // No GPU: the host's CPU (card.h hostCard); the bandwidth is the request's --host-bandwidth,
+    // set by the face that knows it, else the default dual-channel DDR5-5600.
+    if (arg == kHostCardId)
+        return hostCard(kDefaultHostBandwidthGBps);
     if (const auto size = parseSize(arg); size && size->value > 0) {
         if (const std::string problem = cardSizeProblem(size->value); !problem.empty())
             return tl::unexpected("card size '" + safeText(arg) + "': " + problem);

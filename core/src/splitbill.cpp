@@ -66,8 +66,16 @@ SplitBill splitBill(const PlanResult& plan)
         b.gpuLayers = static_cast<std::uint32_t>(layers->value > 0 ? layers->value : 0);
         b.totalLayers = printedTotalLayers(layers->printed);
         b.layerSplit = b.totalLayers > b.gpuLayers;
+        if (const EngineFigure* f = findFigure(plan, "split_host_expert_bytes"))
+            b.hostExpertBytes = figureBytes(*f);
+        if (const EngineFigure* f = findFigure(plan, "split_host_weights_bytes"))
+            b.hostLayerWeightsBytes = figureBytes(*f);
+        if (const EngineFigure* f = findFigure(plan, "host_kv_buffer_bytes"))
+            b.hostKvBytes = figureBytes(*f);
+        b.partial = b.layerSplit || b.hostExpertBytes.value > 0 || b.hostLayerWeightsBytes.value > 0 || b.hostKvBytes.value > 0;
     }
-    if (b.layerSplit) {
+    b.hostOnly = plan.hostOnly;
+    if (b.partial) {
         const EngineFigure* ctx = findFigure(plan, "offload_context_tokens");
         b.contextTokensPerSequence = ctx ? static_cast<std::uint64_t>(ctx->value > 0 ? ctx->value : 0) : plan.contextTokens;
         b.sequences = std::max<std::uint64_t>(plan.users, 1);
@@ -90,13 +98,15 @@ SplitBill splitBill(const PlanResult& plan)
     addItem(b.host, plan, "host_weights_bytes",
             b.hostWeightsMapped ? "weights (mapped file pages, mmap)" : "weights in host memory");
     addItem(b.host, plan, "host_repack_bytes", "CPU_REPACK copy of the weights");
-    addItem(b.host, plan, "host_kv_buffer_bytes", "KV cache (host layers)");
+    // Every layer on the GPU: the host holds KV only with --no-kv-offload (no row of 0 B otherwise).
+    if (b.layerSplit || b.hostKvBytes.value > 0)
+        addItem(b.host, plan, "host_kv_buffer_bytes", b.layerSplit ? "KV cache (host layers)" : "KV cache (--no-kv-offload)");
     addItem(b.host, plan, "host_split_compute_buffer_bytes", "compute buffer (host)");
     // The logits buffer is pinned host memory (llama.cpp's CUDA_Host output buffer); named with the
     // host side the engine printed, as the verdict counts it.
     if (hostWeights)
         addItem(b.host, plan, "output_buffer_bytes", "output buffer (logits)");
-    if (!b.layerSplit)
+    if (!b.partial || b.hostOnly)
         return b;
     // The GPU side: llama.cpp's CUDA0 model and KV buffers; Ollama prints no per-device buffers,
     // so its GPU side stays the plan's own bill.
@@ -104,7 +114,8 @@ SplitBill splitBill(const PlanResult& plan)
     const EngineFigure* gpuKv = findFigure(plan, "gpu_kv_buffer_bytes");
     if (!gpuWeights || !gpuKv)
         return b;
-    b.gpu.push_back({"gpu_weights_bytes", "weights (GPU layers)", figureBytes(*gpuWeights), gpuWeights->printed});
+    b.gpu.push_back({"gpu_weights_bytes", b.layerSplit ? "weights (GPU layers)" : "weights (GPU tensors)", figureBytes(*gpuWeights),
+                     gpuWeights->printed});
     for (const OverheadItem& o : plan.overheads)
         b.gpu.push_back({o.name, o.name, o.bytes, o.note});
     b.gpu.push_back({"gpu_kv_buffer_bytes", "KV cache (GPU layers)", figureBytes(*gpuKv), gpuKv->printed});

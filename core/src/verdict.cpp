@@ -71,13 +71,33 @@ struct SplitWords {
 std::optional<SplitWords> partialOffload(const PlanResult& plan)
 {
     const SplitBill split = splitBill(plan);
-    if (!split.layerSplit)
+    if (!split.partial)
         return std::nullopt;
     const std::string host = formatBytes(split.hostBytes());
     const std::string layers = formatThousands(split.gpuLayers) + "/" + formatThousands(split.totalLayers);
+    if (split.hostOnly)
+        return SplitWords{"CPU only: no GPU, all " + formatThousands(split.totalLayers) + " layers on the host, " + host
+                              + " in host memory",
+                          "CPU only: " + host + " RAM"};
     if (split.gpuLayers == 0)
         return SplitWords{"CPU only (" + layers + " layers on the GPU), " + host + " in host memory",
                           "CPU only: " + layers + " layers, " + host + " RAM"};
+    if (split.hostTensorsOnly()) {
+        // Every layer on the GPU, some of their tensors or their KV in host memory (--n-cpu-moe,
+        // -ot, --fit's overrides; --no-kv-offload).
+        const bool tensors = split.hostExpertBytes.value > 0 || split.hostLayerWeightsBytes.value > 0;
+        const bool kv = split.hostKvBytes.value > 0;
+        const std::string what = split.hostExpertBytes.value > 0 ? "experts" : "FFN tensors";
+        const std::string onHost = tensors && kv ? what + ", KV" : (tensors ? what : std::string("KV"));
+        std::string reason = layers + " layers on the GPU with ";
+        if (tensors)
+            reason += (split.hostExpertBytes.value > 0 ? "routed experts " + formatBytes(split.hostExpertBytes)
+                                                       : "FFN tensors " + formatBytes(split.hostLayerWeightsBytes));
+        if (kv)
+            reason += std::string(tensors ? " and " : "") + "the KV cache " + formatBytes(split.hostKvBytes);
+        return SplitWords{reason + " in host memory, " + host + " there in all",
+                          "partial: " + layers + " layers, " + onHost + " on CPU, " + host + " RAM"};
+    }
     return SplitWords{layers + " layers on the GPU, " + host + " in host memory", "partial: " + layers + " layers, " + host + " RAM"};
 }
 
@@ -286,6 +306,7 @@ std::string fitLimitId(FitLimit limit)
     case FitLimit::EngineFormat: return "engine_format";
     case FitLimit::EngineKvDtype: return "engine_kv_dtype";
     case FitLimit::HostMemory: return "host_memory";
+    case FitLimit::EngineNeedsGpu: return "engine_needs_gpu";
     }
     return "none";
 }
@@ -294,13 +315,16 @@ std::optional<FitLimit> fitLimitFromId(const std::string& id)
 {
     for (FitLimit limit : {FitLimit::None, FitLimit::Memory, FitLimit::ModelContext, FitLimit::EngineCap, FitLimit::Weights,
                            FitLimit::Overheads, FitLimit::KvRoom, FitLimit::EngineRefusesToStart, FitLimit::EngineFormat,
-                           FitLimit::EngineKvDtype, FitLimit::HostMemory})
+                           FitLimit::EngineKvDtype, FitLimit::HostMemory, FitLimit::EngineNeedsGpu})
         if (fitLimitId(limit) == id)
             return limit;
     return std::nullopt;
 }
 
-bool engineCannotRun(FitLimit limit) { return limit == FitLimit::EngineFormat || limit == FitLimit::EngineKvDtype; }
+bool engineCannotRun(FitLimit limit)
+{
+    return limit == FitLimit::EngineFormat || limit == FitLimit::EngineKvDtype || limit == FitLimit::EngineNeedsGpu;
+}
 
 bool Verdict::engineCannotRun() const { return state == FitState::DoesNotFit && headroom::engineCannotRun(limit); }
 
@@ -318,6 +342,7 @@ std::string fitLimitLabel(FitLimit limit)
     case FitLimit::EngineFormat: return "the engine cannot load this weight format";
     case FitLimit::EngineKvDtype: return "the engine has no such KV cache dtype";
     case FitLimit::HostMemory: return "host memory";
+    case FitLimit::EngineNeedsGpu: return "the engine is not planned without a GPU";
     }
     return "nothing";
 }
@@ -343,6 +368,8 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
     v.headline.users = plan.users;
     v.headline.contextTokens = plan.contextTokens;
 
+    if (const EngineRefusal* r = firstRefusal(plan, {FitLimit::EngineNeedsGpu}))
+        return doesNotFit(v, r->limit, "no GPU", r->reason);
     if (const EngineRefusal* r = firstRefusal(plan, {FitLimit::EngineFormat, FitLimit::EngineKvDtype}))
         return doesNotFit(v, r->limit, r->limit == FitLimit::EngineFormat ? "engine format" : "engine KV dtype", r->reason);
 
@@ -356,8 +383,10 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
         if (request.hostMemoryBytes && host > *request.hostMemoryBytes)
             return doesNotFit(v, FitLimit::HostMemory, "host " + comparison(host, *request.hostMemoryBytes),
                               split->reason + ": more than the " + formatBytes(*request.hostMemoryBytes) + " of host memory (--host-ram)");
-        Verdict partial = with(v, FitState::PartialOffload, FitLimit::Weights, split->cell,
-                               "partial offload: " + split->reason);
+        // The host-only card: the whole model on the CPU by choice, not because the weights miss a GPU.
+        Verdict partial = plan.hostOnly ? with(v, FitState::PartialOffload, FitLimit::None, split->cell, split->reason)
+                                        : with(v, FitState::PartialOffload, FitLimit::Weights, split->cell,
+                                               "partial offload: " + split->reason);
         // The split holds the context the engine placed it for (splitbill.h: per sequence, the
         // asked context or --fit's minimum when none was asked) for every user.
         const std::uint64_t perUser = splitBill(plan).contextTokensPerSequence;
@@ -408,6 +437,8 @@ Placement placementOf(const PlanResult& plan)
         return Placement::TooLarge;
     if (plan.verdict.state != FitState::PartialOffload)
         return Placement::FullGpu;
+    if (plan.hostOnly)
+        return Placement::CpuOnly;
     const EngineFigure* gpu = engineFigure(plan, "offload_gpu_layers");
     return gpu && gpu->value < 1 ? Placement::CpuOnly : Placement::Partial;
 }

@@ -40,6 +40,10 @@ const std::vector<SettingSpec>& llamaSettings()
                  1 << 20, {}, {"ngl", "gpu-layers"}),
         makeSpec("n-cpu-moe", SettingType::Integer, "0", "layers [0, N) keep their routed experts in host memory", 0,
                  1 << 20, {}, {"ncmoe"}),
+        makeSpec("override-tensor", SettingType::Text, "",
+                 "-ot PATTERN=CPU|CUDA<N>,...: tensors whose GGUF name matches go there (\"exps=CPU\": every routed "
+                 "expert in host memory)",
+                 0, 0, {}, {"ot"}),
         makeSpec("no-kv-offload", SettingType::Boolean, "false", "every layer's KV cache in host memory", 0, 0, {},
                  {"nkvo"}),
         makeSpec("no-repack", SettingType::Boolean, "false",
@@ -90,6 +94,8 @@ public:
     /// A draft model through -md / --model-draft (common/arg.cpp), its cache f16 unless -ctkd/-ctvd.
     DraftSupport draftSupport() const override { return {"-md", {}, true}; }
     bool offloadsLayers() const override { return true; }
+    /// The CPU backend (ggml-cpu) runs every layer with no GPU device: -ngl 0, CPU buffers alone.
+    bool runsOnHost() const override { return true; }
 
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
@@ -162,6 +168,9 @@ public:
             return tl::unexpected(t.error());
         if (!s.find("fit-ctx"))
             s.setDerived(derivedInteger("fit-ctx", r.engine.minContextTokens));
+        if (auto ot = s.text("override-tensor"); ot && !ot->empty())
+            if (auto parsed = llamacpp::parseTensorOverrides(*ot, r.moreGpus.size() + 1); !parsed)
+                return tl::unexpected("override-tensor: " + parsed.error());
         if (!r.moreGpus.empty()) {
             auto split = tensorSplitOfCards(r, s);
             if (!split)
@@ -194,21 +203,27 @@ public:
         llamacpp::ContextSettings ctx = contextSettings(in);
         EngineBill b;
         // --fit keeps its target free of what the device has free now (common/fit.cpp: free - target).
+        // No GPU (the host-only card): no device, so no CUDA context, no --fit margin and no device
+        // compute buffer; every buffer is the CPU's (offloadFigures).
+        const bool host = r.card.hostOnly;
         const Bytes free = r.freeBytes ? std::min(*r.freeBytes, r.card.totalBytes) : r.card.totalBytes;
         b.usableBytes = saturatingSub(free, reserve);
         if (free < r.card.totalBytes)
             b.reserved.push_back(item("other_processes", r.card.totalBytes - free, "held by other processes (--free/--used)"));
-        b.reserved.push_back(item("fit_margin", reserve, "llama.cpp --fit target free per device"));
+        if (!host)
+            b.reserved.push_back(item("fit_margin", reserve, "llama.cpp --fit target free per device"));
         const MeasuredOverheads& m = r.measured;
-        const Bytes runtime = m.runtimeBytes.value_or(r.engine.runtimeBytes);
-        b.overheads.push_back(item("cuda_context", runtime, m.runtimeBytes ? "measured" : "CUDA context (engine profile)"));
+        const Bytes runtime = host ? Bytes{} : m.runtimeBytes.value_or(r.engine.runtimeBytes);
+        if (!host)
+            b.overheads.push_back(item("cuda_context", runtime, m.runtimeBytes ? "measured" : "CUDA context (engine profile)"));
         // --fit runs before the model loads: the context of every figure below is the one it leaves.
         const Placement placed = fitPlacement(in, ctx, runtime, targets);
         ctx.ctxSizeTokens = placed.ctxSizeTokens;
         fitFigures(placed, b);
         const llamacpp::ComputeBill compute = llamacpp::computeBuffer(in.arch, ctx);
         const llamacpp::ContextSizes sizes = llamacpp::contextSizes(in.arch, ctx);
-        b.overheads.push_back(item("compute_buffer", m.activationPeakBytes.value_or(compute.deviceBytes),
+        if (!host)
+            b.overheads.push_back(item("compute_buffer", m.activationPeakBytes.value_or(compute.deviceBytes),
                                    m.activationPeakBytes
                                        ? std::string("measured")
                                        : "reserve graph of " + std::to_string(sizes.reserveTokens) + " tokens ("
@@ -219,7 +234,7 @@ public:
         const Bytes hostEmbedding = in.arch.tiedEmbeddings ? Bytes{} : tokenEmbeddingBytes(in);
         const Bytes deviceWeights = saturatingSub(in.weightsBytes, hostEmbedding);
         b.kvBudgetBytes = saturatingSub(b.usableBytes, deviceWeights + totalBytes(b.overheads));
-        if (hostEmbedding.value > 0)
+        if (hostEmbedding.value > 0 && !host)
             b.notes.push_back("token_embd (" + formatBytes(hostEmbedding) + ") stays in host memory; the device holds "
                               + formatBytes(deviceWeights) + " of weights");
         if (auto why = llamacpp::refusal(in.arch, ctx))
@@ -246,13 +261,18 @@ public:
                                      + " layers, " + std::to_string(ctx.parallel) + " seqs), R (f32): " + mib(kv.rBytes)
                                      + ", S (f32): " + mib(kv.sBytes),
                                  "src/llama-memory-recurrent.cpp"});
-        b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
-                             "sched_reserve: CUDA0 compute buffer size = " + mib(compute.deviceBytes), "src/llama-context.cpp sched_reserve"});
-        b.figures.push_back({"host_compute_buffer_bytes", static_cast<double>(compute.hostPartBytes.value), "bytes",
-                             "sched_reserve: CUDA_Host compute buffer size = " + mib(compute.hostPartBytes), "src/llama-context.cpp sched_reserve"});
+        if (!host) {
+            b.figures.push_back({"compute_buffer_bytes", static_cast<double>(compute.deviceBytes.value), "bytes",
+                                 "sched_reserve: CUDA0 compute buffer size = " + mib(compute.deviceBytes), "src/llama-context.cpp sched_reserve"});
+            b.figures.push_back({"host_compute_buffer_bytes", static_cast<double>(compute.hostPartBytes.value), "bytes",
+                                 "sched_reserve: CUDA_Host compute buffer size = " + mib(compute.hostPartBytes), "src/llama-context.cpp sched_reserve"});
+        }
+        // With no GPU backend the output buffer is the CPU's own (CUDA_Host is the pinned host
+        // buffer type of the CUDA backend, src/llama-context.cpp output_reserve).
         const Bytes output = llamacpp::outputBufferBytes(in.arch, ctx);
         b.figures.push_back({"output_buffer_bytes", static_cast<double>(output.value), "bytes",
-                             "llama_context: CUDA_Host output buffer size = " + mib(output), "src/llama-context.cpp output_reserve"});
+                             std::string("llama_context: ") + (host ? "CPU" : "CUDA_Host") + " output buffer size = " + mib(output),
+                             "src/llama-context.cpp output_reserve"});
         return b;
     }
 
@@ -337,6 +357,8 @@ private:
     // below b7400 are taken as before it; a version that is not a build number is current.
     static bool fitOn(const PlanRequest& r, const EngineSettings& s)
     {
+        if (r.card.hostOnly)
+            return false; // no GPU device: nothing for --fit to place (it walks the GPU devices)
         if (auto t = s.text("fit"))
             return *t == "on";
         const std::string& v = r.engine.requestedVersion;
@@ -398,14 +420,20 @@ private:
         if (auto ts = s.text("tensor-split"); ts && !ts->empty())
             if (auto parsed = llamacpp::parseTensorSplit(*ts))
                 o.tensorSplit = *parsed;
-        p.layersAsked = s.given("n-gpu-layers") || r.gpuLayers.has_value();
+        if (auto ot = s.text("override-tensor"); ot && !ot->empty())
+            if (auto parsed = llamacpp::parseTensorOverrides(*ot, r.moreGpus.size() + 1))
+                o.tensorOverrides = *parsed;
+        p.layersAsked = s.given("n-gpu-layers") || r.gpuLayers.has_value() || r.card.hostOnly;
         if (const std::optional<std::uint64_t> ngl = s.integer("n-gpu-layers"); p.layersAsked)
             o.gpuLayers = static_cast<std::int64_t>(ngl ? *ngl : r.gpuLayers.value_or(0));
+        // No GPU: every layer on the CPU, and nothing for --fit to fit (it walks the GPU devices).
+        if (r.card.hostOnly)
+            o.gpuLayers = 0;
         p.tensors = llamacpp::offloadTensors(in.arch, r.format, o.tensorOrder);
         // The context is unset when neither --context nor ctx-size > 0 was given (n_ctx == 0).
         const bool explicitZero = s.given("ctx-size") && s.integer("ctx-size").value_or(1) == 0;
         const bool contextAuto = !in.setup.contextAsked || explicitZero;
-        p.fit = fitOn(r, s);
+        p.fit = fitOn(r, s) && !r.card.hostOnly;
         p.ctxSizeTokens = contextAuto ? checkedMul(in.arch.contextLength, 1) : ctx.ctxSizeTokens;
         // Each device as ggml reports it: free (--free/--used, else the card) less its CUDA context.
         const auto freeOf = [](const Card& c, const std::optional<Bytes>& f) {
@@ -423,7 +451,7 @@ private:
         fit.minContextTokens = explicitZero ? llamacpp::kFullContext : s.integer("fit-ctx").value_or(r.engine.minContextTokens);
         fit.gpuLayersSet = p.layersAsked;
         fit.tensorSplitSet = s.given("tensor-split");
-        fit.tensorOverridesSet = o.cpuMoeLayers > 0;
+        fit.tensorOverridesSet = o.cpuMoeLayers > 0 || !o.tensorOverrides.empty();
         p.result = llamacpp::fitParams(p.tensors, in.arch, ctx, o, fit);
         p.ctxSizeTokens = p.result->ctxSizeTokens;
         if (p.result->outcome == llamacpp::FitOutcome::LayersPlaced)
@@ -491,19 +519,27 @@ private:
         const bool asked = p.layersAsked;
         const llamacpp::OffloadBill bill = llamacpp::offload(p.tensors, in.arch, fitted, o);
         if (!asked && bill.offloadedLayers >= bill.totalLayers && o.cpuMoeLayers == 0 && o.kvOffload && !split
-            && o.ffnOverrides.empty())
+            && o.ffnOverrides.empty() && o.tensorOverrides.empty())
             return;
         // -ngl given: llama.cpp keeps it (--fit moves only what was not set, common/fit.cpp) and
         // allocates the GPU's model, KV and compute buffers at start; more than the device has
         // fails there ("unable to allocate CUDA0 buffer", src/llama-model.cpp load_tensors).
-        if (asked && bill.offloadedLayers < bill.totalLayers && llamacpp::busiestDeviceBytes(bill) > budget)
+        // The same for a placement given as --n-cpu-moe / --no-kv-offload with every layer on the GPU:
+        // --fit stops before it moves anything once a tensor override is set (common/fit.cpp, fit
+        // tensorOverridesSet), so the GPU side is what the settings put there, checked here.
+        const bool placedByFit = p.result && p.result->outcome == llamacpp::FitOutcome::LayersPlaced;
+        const bool partial = bill.offloadedLayers < bill.totalLayers || bill.host.expertBytes.value > 0
+                             || bill.host.kvBytes.value > 0 || bill.host.weightsBytes > bill.tokenEmbeddingBytes;
+        const bool fixed = asked || (!placedByFit && (o.cpuMoeLayers > 0 || !o.tensorOverrides.empty() || !o.kvOffload));
+        if (fixed && partial && llamacpp::busiestDeviceBytes(bill) > budget)
             b.refusals.push_back({FitLimit::EngineRefusesToStart,
-                                  "-ngl " + std::to_string(bill.offloadedLayers) + " puts "
+                                  llamacpp::offloadFlags(bill, o) + " puts "
                                       + formatBytes(llamacpp::busiestDeviceBytes(bill)) + " on the GPU (weights "
                                       + formatBytes(bill.gpu.weightsBytes) + ", KV " + formatBytes(bill.gpu.kvBytes) + ", compute "
                                       + formatBytes(bill.gpu.computeBytes) + "), more than the " + formatBytes(budget)
                                       + " it has beside the runtime: llama.cpp fails to allocate its GPU buffers at start; "
-                                        "lower --offload, the context or the users"});
+                                      + (o.cpuMoeLayers > 0 ? "raise --n-cpu-moe, lower " : "lower ")
+                                      + "--offload, the context or the users"});
         devicesFigures(bill, b);
         // The split's decode inputs (plan.cpp prices the step: speed/splitspeed.h): what each side
         // reads per token (token_embd excluded: one row), its routed experts, the link crossings.
@@ -524,19 +560,30 @@ private:
         b.figures.push_back({"offload_gpu_layers", static_cast<double>(bill.offloadedLayers), "layers",
                              "load_tensors: offloaded " + std::to_string(bill.offloadedLayers) + "/"
                                  + std::to_string(bill.totalLayers) + " layers to GPU", src});
+        // -ngl 0 allocates no CUDA0 model or KV buffer, so llama.cpp prints no line for them (the
+        // figures stay, 0, for the GPU side of the bill); its CUDA0 compute buffer remains: the
+        // CUDA backend still runs the large-batch matmuls of the host's weights (ggml-org/ci,
+        // ggml-4-x86-cuda-v100 at build 3854 (1927378b): -ngl 0, "offloaded 0/13 layers to GPU",
+        // "CUDA0 compute buffer size = 16.28 MiB").
+        const bool gpuTensors = bill.offloadedLayers > 0 || bill.gpu.weightsBytes.value > 0;
         b.figures.push_back({"gpu_weights_bytes", static_cast<double>(bill.gpu.weightsBytes.value), "bytes",
-                             "load_tensors: CUDA0 model buffer size = " + mib(bill.gpu.weightsBytes), src});
+                             gpuTensors ? "load_tensors: CUDA0 model buffer size = " + mib(bill.gpu.weightsBytes) : std::string(),
+                             src});
         b.figures.push_back({"host_weights_bytes", static_cast<double>(bill.hostMappedBytes.value), "bytes",
                              std::string("load_tensors: ") + (o.mmap ? "CPU_Mapped" : "CPU") + " model buffer size = "
                                  + mib(bill.hostMappedBytes)
                                  + (o.mmap && bill.tensorOrderAssumed ? " (file order assumed: llama-quantize's)" : ""),
                              "src/llama-model-loader.cpp get_mapping_range"});
         b.figures.push_back({"gpu_kv_buffer_bytes", static_cast<double>(bill.gpu.kvBytes.value), "bytes",
-                             "llama_kv_cache: CUDA0 KV buffer size = " + mib(bill.gpu.kvBytes), src});
+                             bill.gpu.kvBytes.value > 0 ? "llama_kv_cache: CUDA0 KV buffer size = " + mib(bill.gpu.kvBytes)
+                                                        : std::string(),
+                             src});
         b.figures.push_back({"host_kv_buffer_bytes", static_cast<double>(bill.host.kvBytes.value), "bytes",
                              "llama_kv_cache: CPU KV buffer size = " + mib(bill.host.kvBytes), src});
         b.figures.push_back({"host_split_compute_buffer_bytes", static_cast<double>(bill.host.computeBytes.value), "bytes",
-                             "sched_reserve: CUDA_Host compute buffer size = " + mib(bill.host.computeBytes), src});
+                             std::string("sched_reserve: ") + (in.request.card.hostOnly ? "CPU" : "CUDA_Host")
+                                 + " compute buffer size = " + mib(bill.host.computeBytes),
+                             src});
         if (bill.hostRepackBytes.value > 0)
             b.figures.push_back({"host_repack_bytes", static_cast<double>(bill.hostRepackBytes.value), "bytes",
                                  "load_tensors: CPU_REPACK model buffer size = " + mib(bill.hostRepackBytes),

@@ -350,6 +350,15 @@ OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const 
             if (ffnOverflowMatches(ggufTensorName(t), ov.part))
                 device = ov.device < static_cast<int>(out.devices.size()) ? ov.device : -1;
         }
+        // -ot: the first pattern matching the tensor's GGUF name places it (tensor_buft_overrides).
+        if (!o.tensorOverrides.empty() && t.layer >= 0) {
+            const std::string name = ggufTensorName(t);
+            for (const TensorOverride& ov : o.tensorOverrides)
+                if (ov.regex && std::regex_search(name, *ov.regex)) {
+                    device = ov.device < static_cast<int>(out.devices.size()) ? ov.device : -1;
+                    break;
+                }
+        }
         SideBill& side = device >= 0 ? out.devices[static_cast<std::size_t>(device)] : out.host;
         side.weightsBytes += b;
         if (isRoutedExpert(t))
@@ -369,6 +378,7 @@ OffloadBill offload(const OffloadTensors& list, const Architecture& arch, const 
     const ComputeBill compute = computeBuffer(arch, context);
     out.hostOutputBytes = outputBufferBytes(arch, context);
     out.pipelineCopies = where.points.size() > 1 && ngl > layers && o.kvOffload && o.cpuMoeLayers == 0 && o.ffnOverrides.empty()
+                                 && o.tensorOverrides.empty()
                              ? kSchedMaxCopies
                              : 1;
     if (out.pipelineCopies > 1) {
@@ -459,9 +469,52 @@ std::uint32_t maxGpuLayers(const OffloadTensors& list, const Architecture& arch,
     return 0;
 }
 
+tl::expected<std::vector<TensorOverride>, std::string> parseTensorOverrides(const std::string& text, std::size_t gpus)
+{
+    std::vector<TensorOverride> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        const std::size_t eq = item.rfind('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+            return tl::unexpected("expected PATTERN=BUFFER_TYPE items separated by ',' (exps=CPU), found \"" + item + "\"");
+        TensorOverride ov;
+        ov.pattern = item.substr(0, eq);
+        const std::string buft = item.substr(eq + 1);
+        if (buft == "CPU") {
+            ov.device = -1;
+        } else if (buft.rfind("CUDA", 0) == 0 && buft.size() > 4 && buft.size() < 8
+                   && buft.find_first_not_of("0123456789", 4) == std::string::npos) {
+            ov.device = std::stoi(buft.substr(4));
+            if (static_cast<std::size_t>(ov.device) >= gpus)
+                return tl::unexpected("buffer type " + buft + " of \"" + item + "\": the plan has " + std::to_string(gpus)
+                                      + (gpus == 1 ? " GPU (CUDA0)" : " GPUs"));
+        } else {
+            return tl::unexpected("unknown buffer type \"" + buft + "\" in \"" + item + "\": expected CPU or CUDA<N>");
+        }
+        try {
+            ov.regex = std::make_shared<const std::regex>(ov.pattern);
+        } catch (const std::regex_error&) {
+            return tl::unexpected("\"" + ov.pattern + "\" is not a regular expression (ECMAScript, as std::regex reads it)");
+        }
+        out.push_back(std::move(ov));
+        if (out.size() > 64)
+            return tl::unexpected(std::string("expected at most 64 PATTERN=BUFFER_TYPE items"));
+        start = comma + 1;
+    }
+    return out;
+}
+
 std::string offloadFlags(const OffloadBill& bill, const OffloadSettings& o)
 {
     std::string out = "-ngl " + std::to_string(bill.offloadedLayers);
+    if (!o.tensorOverrides.empty()) {
+        out += " -ot ";
+        for (std::size_t i = 0; i < o.tensorOverrides.size(); ++i)
+            out += (i ? "," : "") + o.tensorOverrides[i].pattern + "="
+                   + (o.tensorOverrides[i].device < 0 ? std::string("CPU") : "CUDA" + std::to_string(o.tensorOverrides[i].device));
+    }
     if (o.cpuMoeLayers > 0)
         out += " --n-cpu-moe " + std::to_string(o.cpuMoeLayers);
     if (!o.kvOffload)

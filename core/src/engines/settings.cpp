@@ -124,6 +124,7 @@ const char* settingTypeDescription(SettingType type)
     case SettingType::Size: return "a size in bytes (4294967296, 4GiB, 512MiB)";
     case SettingType::Choice: return "one of";
     case SettingType::List: return "numbers separated by ',' or '/' (3,1)";
+    case SettingType::Text: return "printable text";
     }
     return "a value";
 }
@@ -153,7 +154,7 @@ std::optional<std::uint64_t> EngineSettings::integer(const std::string& key) con
 std::optional<double> EngineSettings::number(const std::string& key) const
 {
     const SettingValue* v = find(key);
-    if (!v || v->type == SettingType::Choice || v->type == SettingType::List)
+    if (!v || v->type == SettingType::Choice || v->type == SettingType::List || v->type == SettingType::Text)
         return std::nullopt;
     return v->number;
 }
@@ -270,6 +271,13 @@ tl::expected<SettingValue, std::string> parseSettingValue(const SettingSpec& spe
         if (!ok)
             return tl::unexpected(where + ": expected at most 16 non-negative numbers separated by ',' or '/' (3,1), found "
                                   + shown(text));
+        v.text = text;
+        break;
+    }
+    case SettingType::Text: {
+        const bool printable = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+        if (!printable)
+            return tl::unexpected(where + ": expected " + settingTypeDescription(spec.type) + " (ASCII), found " + shown(text));
         v.text = text;
         break;
     }

@@ -68,15 +68,18 @@ json modelJson(const ModelProfile& m, const PlanResult& p)
 
 json cardJson(const Card& c)
 {
-    return {{"id", c.id},
-            {"name", c.name},
-            {"memory_class", c.memoryClass},
-            {"total_bytes", c.totalBytes.value},
-            {"bandwidth_gbps", c.bandwidthGBps},
-            {"fp16_tflops", c.fp16Tflops},
-            {"l2_bytes", c.l2Bytes.value},
-            {"anonymous", c.anonymous},
-            {"source", c.source}};
+    json j = {{"id", c.id},
+              {"name", c.name},
+              {"memory_class", c.memoryClass},
+              {"total_bytes", c.totalBytes.value},
+              {"bandwidth_gbps", c.bandwidthGBps},
+              {"fp16_tflops", c.fp16Tflops},
+              {"l2_bytes", c.l2Bytes.value},
+              {"anonymous", c.anonymous},
+              {"source", c.source}};
+    if (c.hostOnly) // the host-only card "cpu": no device memory (total_bytes 0)
+        j["host_only"] = true;
+    return j;
 }
 
 json engineJson(const EnginePolicy& e)

@@ -296,8 +296,9 @@ std::string reasonSentence(const json& p)
 {
     std::string reason = p["reason"].get<std::string>();
     // A split loads: "partial offload: ..." is its own state, never "does not fit".
+    // A plan of the host-only card that loads is "CPU only: ..." (verdict.cpp).
     if (reason.rfind("fits", 0) != 0 && reason.rfind("does not fit", 0) != 0 && reason.rfind("fits with less", 0) != 0
-        && reason.rfind("partial offload", 0) != 0)
+        && reason.rfind("partial offload", 0) != 0 && reason.rfind("CPU only", 0) != 0)
         reason = (p["fits"].get<bool>() ? "fits: " : "does not fit: ") + reason;
     reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
     return reason;
@@ -762,7 +763,9 @@ std::vector<Block> splitBillBlocks(const json& p)
         rowOf(gpu, "= on the GPU", sb["gpu_bytes"].get<std::uint64_t>(), "");
         out.push_back(tableBlock(gpu));
     }
-    Table host = makeTable(sb["gpu"].empty() ? "Host side: " + layers + " on the GPU, the rest in host memory" : "Host side (RAM)",
+    const bool hostOnly = p.value("host_only", false);
+    Table host = makeTable(hostOnly ? "Host side: no GPU, all " + thousands(sb["total_layers"]) + " layers on the CPU"
+                                    : (sb["gpu"].empty() ? "Host side: " + layers + " on the GPU, the rest in host memory" : "Host side (RAM)"),
                            {"memory", "bytes", "size", "how"}, {false, true, true, false});
     for (const json& i : sb["host"])
         rowOf(host, i["label"].get<std::string>(), i["bytes"].get<std::uint64_t>(), i["note"].get<std::string>());
@@ -788,7 +791,8 @@ Section planSection(const json& p)
     const bool split = p.contains("split_bill");
     // A layer split's GPU side replaces the card's bill (its KV budget does not apply: the weights
     // do not fit whole); Ollama's split has no GPU side of its own, the card's bill stays.
-    if (!split || p["split_bill"]["gpu"].empty())
+    // The host-only card has no device bill at all.
+    if ((!split || p["split_bill"]["gpu"].empty()) && !p.value("host_only", false))
         s.blocks.push_back(tableBlock(cardBill(p)));
     if (split)
         for (Block& b : splitBillBlocks(p))

@@ -32,7 +32,18 @@ struct Card {
     /// nullopt when the profile gives none (anonymous cards): plans then assume
     /// kDefaultInterconnect. The `interconnect` engine setting overrides it.
     std::optional<Interconnect> interconnect;
+    /// No GPU: the card "cpu" (hostCard()), a plan of the host's CPU and RAM alone. Its totalBytes
+    /// is 0 (no device memory); what the plan needs is the host's bill (splitbill.h), checked
+    /// against --host-ram, and its speed is the host's memory bandwidth (--host-bandwidth).
+    bool hostOnly = false;
 };
+
+/// The id of the host-only card: `--card cpu`.
+inline constexpr std::string_view kHostCardId = "cpu";
+
+/// The host-only card (Card::hostOnly): no GPU, no device memory; @p bandwidthGBps is the host's
+/// memory bandwidth (--host-bandwidth, else speed/splitspeed.h kDefaultHostBandwidthGBps).
+Card hostCard(double bandwidthGBps);
 
 /// The largest card total Headroom plans for: 1024 TiB (2^50 bytes), some thousand times the largest
 /// GPU there is (288 GB), far below where byte sums of a plan (weights + KV of many users) or the

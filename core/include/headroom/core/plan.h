@@ -126,7 +126,8 @@ struct PlanResult {
     std::uint64_t ubatchTokens = 0;
     bool flashAttention = true;
 
-    Bytes cardTotalBytes;                     ///< driver-reported total
+    Bytes cardTotalBytes;                     ///< driver-reported total (0 for the host-only card "cpu")
+    bool hostOnly = false;                    ///< no GPU: the plan runs on the host's CPU and RAM (Card::hostOnly)
     Bytes usableBytes;                        ///< what the engine allows for weights + overheads + KV
     std::vector<OverheadItem> overheads;      ///< priced inside usable (context, activations, logits, ...)
     std::vector<OverheadItem> reserved;       ///< kept outside usable (utilization headroom, margins)

@@ -33,6 +33,26 @@ struct SplitBill {
     std::uint32_t gpuLayers = 0;     ///< layers on the GPU, llama.cpp's -ngl count (output layer included)
     std::uint32_t totalLayers = 0;   ///< n_layer + 1 (0 when the engine printed no layer split)
     bool layerSplit = false;         ///< the engine printed "offloaded N/M layers" with N < M
+    /// Routed experts in host memory while their layers are on the GPU (llama.cpp --n-cpu-moe N:
+    /// common/arg.cpp adds the override blk\.i\.ffn_(up|down|gate)_exps=CPU for each i < N, the
+    /// "buffer type overriden to CPU" lines of src/llama-model.cpp load_tensors; -ot patterns and
+    /// --fit's own overrides likewise): the engine figure split_host_expert_bytes.
+    Bytes hostExpertBytes;
+    /// Other tensors of the repeating layers in host memory (a layer split's CPU layers, --fit's
+    /// FFN overrides): split_host_weights_bytes, token_embd excluded (it is always there).
+    Bytes hostLayerWeightsBytes;
+    /// The KV cache in host memory (the CPU layers' rows, or every layer's with --no-kv-offload:
+    /// src/llama-kv-cache.cpp puts a layer's K/V on the CPU unless offload_kqv and its layer is
+    /// on a GPU): host_kv_buffer_bytes.
+    Bytes hostKvBytes;
+    /// The plan is split between the GPU and the host: a layer split, or every layer on the GPU
+    /// with experts, other layer tensors or the KV cache in host memory. The one test every face
+    /// and the verdict (FitState::PartialOffload) use; a CPU-only plan (gpuLayers 0) is one too.
+    bool partial = false;
+    /// Every layer on the GPU (no layer split), yet experts or KV in host memory.
+    bool hostTensorsOnly() const { return partial && !layerSplit; }
+    /// The plan runs with no GPU at all (the card "cpu", Card::hostOnly): the GPU side is empty.
+    bool hostOnly = false;
     bool hostWeightsMapped = false;  ///< the host weights are mapped file pages (llama.cpp mmap: CPU_Mapped), not a copy
     /// What the host's weights are, in one sentence for every face; empty when the host holds no
     /// weights. With mmap: "the host weights are the model file's pages mapped with mmap, not a
@@ -40,16 +60,17 @@ struct SplitBill {
     std::string hostWeightsNote;
     /// The context per sequence the engine placed the split for: llama.cpp's n_ctx_seq (the
     /// offload_context_tokens figure: the asked context, or --fit's minimum when none was asked),
-    /// else the plan's context (Ollama's num_ctx). 0 without a layer split.
+    /// else the plan's context (Ollama's num_ctx). 0 when not partial.
     std::uint64_t contextTokensPerSequence = 0;
-    /// The sequences the split holds (the plan's users, at least 1); 0 without a layer split.
+    /// The sequences the split holds (the plan's users, at least 1); 0 when not partial.
     std::uint64_t sequences = 0;
     /// The tokens the split's KV cache holds, all sequences together: contextTokensPerSequence x
     /// sequences (llama.cpp allocates n_ctx = n_ctx_seq x n_seq cells, src/llama-context.cpp);
-    /// the plan's max resident tokens when the layers are split. 0 without a layer split.
+    /// the plan's max resident tokens when the plan is partial. 0 when not partial.
     std::uint64_t residentTokens = 0;
-    /// The GPU side of a layer split: weights of the GPU layers, the plan's overheads (CUDA context,
-    /// compute buffer), the KV of the GPU layers. Empty without a layer split (the plan's own bill is the GPU's).
+    /// The GPU side of a partial plan: weights of the GPU layers, the plan's overheads (CUDA context,
+    /// compute buffer), the KV of the GPU layers. Empty when not partial (the plan's own bill is
+    /// the GPU's) and for a CPU-only plan (no GPU).
     std::vector<SplitBillItem> gpu;
     /// What stays in host memory, in the order the engine allocates it; empty when nothing does.
     std::vector<SplitBillItem> host;

@@ -39,6 +39,7 @@ enum class FitLimit {
     EngineFormat,         ///< the engine cannot load this weight format
     EngineKvDtype,        ///< the engine has no such KV cache dtype (or not in this setup)
     HostMemory,           ///< what stays in host memory does not fit there (partial offload)
+    EngineNeedsGpu,       ///< the engine is planned on a GPU only and the plan has none (the host-only card "cpu")
 };
 
 /// The headline number of a cell: which quantity answers the request's question.
@@ -89,7 +90,8 @@ struct Verdict {
 };
 
 /// True for the limits that mean the engine never starts on this request: it cannot load the
-/// weight format (FitLimit::EngineFormat) or has no such KV cache dtype (FitLimit::EngineKvDtype).
+/// weight format (FitLimit::EngineFormat), has no such KV cache dtype (FitLimit::EngineKvDtype) or
+/// needs a GPU the plan does not have (FitLimit::EngineNeedsGpu).
 /// No memory bill of such a plan exists, so every face (the app, `plan`, the reports) prints only
 /// the verdict and its reason for it: no bill, no capacity, no speed.
 bool engineCannotRun(FitLimit limit);
@@ -127,7 +129,7 @@ std::string fitStateId(FitState state);
 /// Words for people: "fits", "fits with less", "partial offload", "does not fit".
 std::string fitStateLabel(FitState state);
 /// Stable ids for JSON: "none", "memory", "model_context", "engine_cap", "weights", "overheads",
-/// "kv_room", "engine_refuses_to_start", "engine_format", "engine_kv_dtype", "host_memory".
+/// "kv_room", "engine_refuses_to_start", "engine_format", "engine_kv_dtype", "host_memory", "engine_needs_gpu".
 std::string fitLimitId(FitLimit limit);
 /// The FitLimit of a fitLimitId() (a report's or plan's JSON); nullopt for an unknown id.
 std::optional<FitLimit> fitLimitFromId(const std::string& id);

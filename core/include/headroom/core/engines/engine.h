@@ -117,6 +117,9 @@ public:
     /// Whether it can keep some layers in host memory (llama.cpp -ngl, Ollama num_gpu); an engine
     /// that cannot refuses PlanRequest::gpuLayers below all layers, saying so.
     virtual bool offloadsLayers() const { return false; }
+    /// Whether Headroom plans it with no GPU at all (the host-only card "cpu", Card::hostOnly):
+    /// llama.cpp's CPU backend. The others refuse such a plan (FitLimit::EngineNeedsGpu), saying so.
+    virtual bool runsOnHost() const { return false; }
     /// How it runs a draft model for speculative decoding (PlanRequest::draft).
     virtual DraftSupport draftSupport() const { return {{}, "has no speculative decoding with a draft model", false}; }
 };

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,21 @@ struct FfnOverride {
 /// matches (the regex_search of llama.cpp's pattern on the name after "blk.N.").
 bool ffnOverflowMatches(const std::string& ggufName, FfnOverflow part);
 
+/// One -ot/--override-tensor item "PATTERN=BUFT" (common/arg.cpp: comma-separated items, the buffer
+/// type by name): each tensor whose GGUF name the ECMAScript regex PATTERN matches anywhere
+/// (std::regex_search) goes to BUFT instead of its layer's device; the first matching item wins
+/// (src/llama-model.cpp load_tensors, tensor_buft_overrides; node-llama-cpp 3.21.1's llama.cpp,
+/// release v0.4.0). The token embedding, which llama.cpp keeps on the CPU anyway, is not matched.
+struct TensorOverride {
+    std::string pattern;                   ///< as given ("exps", "blk\.[0-9]\.ffn_.*_exps")
+    std::shared_ptr<const std::regex> regex;
+    int device = -1;                       ///< -1 = CPU, else the CUDA index of "CUDA<N>"
+};
+
+/// Parses -ot's text ("exps=CPU", "blk\.1[0-9]\.ffn_.*=CPU,attn=CUDA0"): at most 64 items, each a
+/// valid regex and a buffer type CPU or CUDA<N> (N below @p gpus); an error names the item.
+tl::expected<std::vector<TensorOverride>, std::string> parseTensorOverrides(const std::string& text, std::size_t gpus);
+
 /// The offload settings, as llama.cpp spells them.
 struct OffloadSettings {
     std::int64_t gpuLayers = -1;   ///< -ngl/--n-gpu-layers; -1 (or more than n_layer + 1) = all
@@ -78,6 +94,9 @@ struct OffloadSettings {
     std::vector<double> tensorSplit;
     /// --fit's tensor overrides (llamacppfit.h), applied after -ngl/--n-cpu-moe place a tensor.
     std::vector<FfnOverride> ffnOverrides;
+    /// -ot/--override-tensor as given, checked before --n-cpu-moe's patterns (taken as given first
+    /// on the command line; the first matching pattern wins) and --fit's.
+    std::vector<TensorOverride> tensorOverrides;
 };
 
 /// Whether llama.cpp build @p version ("b4701", a commit, or empty = current) offloads the output

@@ -24,6 +24,7 @@ enum class SettingType {
     Size,    ///< bytes: a whole number or a size with unit ("4GiB", "512MiB", "2GB")
     Choice,  ///< one of SettingSpec::choices (case-sensitive, as the engine accepts it)
     List,    ///< non-negative numbers separated by ',' or '/' ("3,1": llama.cpp --tensor-split), at most 16
+    Text,    ///< printable text the engine parses itself (llama.cpp -ot "exps=CPU"); the engine unit checks it
 };
 
 /// One setting an engine knows.
