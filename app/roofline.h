@@ -21,7 +21,9 @@ struct RooflinePoint {
 };
 
 /// Points for batch = 1, 2, 4, ... up to @p maxBatch at @p contextTokens per sequence; empty
-/// when the card has no bandwidth or peak figure.
+/// when the card has no bandwidth or peak figure. A layer split (PlanResult::speed->split) gives
+/// the core's own split curve (computed at the plan's context, batches up to 64), the one
+/// `speed` prints, not the all-on-GPU roofline.
 std::vector<RooflinePoint> rooflineEstimate(const PlanResult& plan, const Card& card, std::uint64_t contextTokens,
                                             std::uint64_t maxBatch = 256);
 
