@@ -76,7 +76,9 @@ TEST_CASE("engine-log corpus: every printed figure, from the card total and the 
     for (const CaseOutcome& c : report.cases)
         for (const FigureOutcome& f : c.figures)
             if (f.headline && !f.within && c.headlineKind == HeadlineFigureKind::Capacity)
-                misses += "\n  " + c.id + " " + f.name + (f.missTerm.empty() ? std::string() : ": " + f.missTerm);
+                misses += "\n  " + c.id + " " + f.name + " ("
+                    + (f.predicted ? std::to_string(f.errorPct) + " %" : std::string("not predicted")) + ")"
+                    + (f.missTerm.empty() ? " unexplained" : "");
     INFO("headline capacity figures within tolerance: " << all.within << " of " << all.headline << " ("
                                                          << all.rate() * 100 << " %, floor " << kHeadlineFloor * 100
                                                          << " %); misses:" << misses);
