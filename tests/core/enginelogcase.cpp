@@ -327,6 +327,22 @@ tl::expected<EngineLogCase, std::string> loadEngineLogCase(const std::filesystem
     }
     if (headlines != 1)
         return tl::unexpected(fail(file, "/figures", "expected exactly one headline figure, found " + std::to_string(headlines)));
+    const std::string kind = j.value("headline_kind", std::string("capacity"));
+    if (kind == "placement")
+        c.headlineKind = HeadlineFigureKind::Placement;
+    else if (kind != "capacity")
+        return tl::unexpected(fail(file, "/headline_kind", "expected \"capacity\" or \"placement\", found \"" + kind + "\""));
+    // A capacity case's headline is a capacity figure (issue 9 counts them; a weight size or a layer
+    // count is not one), and a placement-only case has none: its source printed no capacity figure.
+    for (const PrintedFigure& f : c.figures) {
+        const bool capacity = isCapacityFigure(f.name);
+        if (f.headline && c.headlineKind == HeadlineFigureKind::Capacity && !capacity)
+            return tl::unexpected(fail(file, "/figures", "the headline " + f.name
+                                                             + " is not a capacity figure; mark the case \"headline_kind\": \"placement\" when the source prints none"));
+        if (c.headlineKind == HeadlineFigureKind::Placement && capacity)
+            return tl::unexpected(fail(file, "/headline_kind", "a placement-only case has a capacity figure (" + f.name
+                                                                   + "): make it the headline"));
+    }
     return c;
 }
 
@@ -430,6 +446,8 @@ namespace {
 
 void accumulate(AccuracySummary& s, const CaseOutcome& c)
 {
+    if (c.headlineKind != HeadlineFigureKind::Capacity)
+        return;
     ++s.cases;
     for (const FigureOutcome& f : c.figures)
         if (f.headline) {
@@ -463,8 +481,33 @@ bool isPlacementFigure(const std::string& name)
     return name.size() > 5 && name.rfind("cuda", 0) == 0 && std::isdigit(static_cast<unsigned char>(name[4]));
 }
 
+bool isCapacityFigure(const std::string& name)
+{
+    // The figure names of the README's table that say what the engine can hold.
+    static const char* const capacity[] = {"kv_cache_tokens",      "num_gpu_blocks",    "max_concurrency",
+                                           "available_kv_cache_bytes", "max_total_num_tokens", "kv_cache_bytes",
+                                           "max_batch_total_tokens", "max_kv_tokens",   "kv_blocks",
+                                           "kv_buffer_mib",        "gpu_kv_buffer_mib", "host_kv_buffer_mib",
+                                           "kv_cells",             "rs_buffer_mib",     "fit_ctx_size"};
+    for (const char* n : capacity)
+        if (name == n)
+            return true;
+    // cuda0_kv_buffer_bytes, ...: one device's KV buffer of a split.
+    return name.size() > 5 && name.rfind("cuda", 0) == 0 && std::isdigit(static_cast<unsigned char>(name[4]))
+        && name.find("_kv_buffer") != std::string::npos;
+}
+
+int AccuracyReport::placementOnlyCases() const
+{
+    return static_cast<int>(std::count_if(cases.begin(), cases.end(), [](const CaseOutcome& c) {
+        return c.headlineKind == HeadlineFigureKind::Placement;
+    }));
+}
+
 bool AccuracyReport::isPlacementCase(const CaseOutcome& c)
 {
+    if (c.headlineKind == HeadlineFigureKind::Placement)
+        return true;
     return std::any_of(c.figures.begin(), c.figures.end(), [](const FigureOutcome& f) { return isPlacementFigure(f.name); });
 }
 
@@ -501,6 +544,7 @@ AccuracyReport evaluateEngineLogCases(const std::vector<EngineLogCase>& cases, c
         out.id = c.id;
         out.engine = c.engine;
         out.engineVersion = c.engineVersion;
+        out.headlineKind = c.headlineKind;
         std::optional<PlanResult> plan;
         if (auto r = planRequestFor(c, profiles); !r) {
             out.error = r.error();
@@ -545,32 +589,36 @@ std::string formatAccuracyText(const AccuracyReport& report)
             out << c.id << ": ERROR " << c.error << "\n";
         for (const FigureOutcome& f : c.figures) {
             const std::string term = f.within ? std::string() : (f.missTerm.empty() ? "(unexplained)" : f.missTerm);
+            const char* mark = !f.headline ? "" : c.headlineKind == HeadlineFigureKind::Capacity ? " *" : " (p)";
             std::snprintf(line, sizeof line, "%-46s %-22s %-26s %14s %14s %10s  %s", c.id.c_str(),
-                          (c.engine + "@" + c.engineVersion).c_str(), (f.name + (f.headline ? " *" : "")).c_str(),
+                          (c.engine + "@" + c.engineVersion).c_str(), (f.name + mark).c_str(),
                           showValue(f.printed, f.unit).c_str(),
                           f.predicted ? showValue(*f.predicted, f.unit).c_str() : "-", showError(f).c_str(),
                           verdict(f).c_str());
             out << line << (term.empty() ? "" : ": ") << term << "\n";
         }
     }
-    out << "\nheadline figures (*) within tolerance, per engine:\n";
+    out << "\nheadline capacity figures (*) within tolerance, per engine (placement-only cases, (p), left out):\n";
     for (const auto& [engine, s] : report.byEngine()) {
-        std::snprintf(line, sizeof line, "  %-14s %3d cases, %3d of %3d within (%5.1f %%)\n", engine.c_str(), s.cases,
-                      s.within, s.headline, s.rate() * 100);
+        std::snprintf(line, sizeof line, "  %-14s %3d cases, %3d of %3d headline capacity figures within (%5.1f %%)\n",
+                      engine.c_str(), s.cases, s.within, s.headline, s.rate() * 100);
         out << line;
     }
     const AccuracySummary all = report.total();
-    std::snprintf(line, sizeof line, "  %-14s %3d cases, %3d of %3d within (%5.1f %%)\n", "all", all.cases, all.within,
-                  all.headline, all.rate() * 100);
+    std::snprintf(line, sizeof line, "  %-14s %3d cases, %3d of %3d headline capacity figures within (%5.1f %%)\n", "all",
+                  all.cases, all.within, all.headline, all.rate() * 100);
+    out << line;
+    std::snprintf(line, sizeof line, "placement-only cases (no capacity figure in the source): %d\n",
+                  report.placementOnlyCases());
     out << line;
     const PlacementSummary placed = report.placement();
     std::snprintf(line, sizeof line, "placement cases (every figure within): %d of %d (%.1f %%)\n", placed.within,
                   placed.cases, placed.rate() * 100);
     out << line;
-    out << "headline misses:";
+    out << "headline capacity misses:";
     for (const CaseOutcome& c : report.cases)
         for (const FigureOutcome& f : c.figures)
-            if (f.headline && !f.within)
+            if (f.headline && !f.within && c.headlineKind == HeadlineFigureKind::Capacity)
                 out << "\n  " << c.id << " (" << showError(f) << "): " << (f.missTerm.empty() ? "(unexplained)" : f.missTerm);
     out << "\n";
     return out.str();
@@ -585,8 +633,10 @@ std::string formatAccuracyMarkdown(const AccuracyReport& report)
            "the engine's settings alone (`tst_core \"[engine-logs]\"`), and every figure the engine printed is "
            "compared with the plan's. A headline figure is the case's capacity figure (vLLM KV cache tokens or GPU "
            "blocks, SGLang max_total_num_tokens, TGI max batch total tokens, TensorRT-LLM KV tokens or blocks, "
-           "llama.cpp/Ollama KV buffer). Do not edit by hand.\n\n";
-    out << "## Summary (headline figures within 2 %)\n\n| engine | cases | headline within | rate |\n|---|---:|---:|---:|\n";
+           "llama.cpp/Ollama KV buffer, llama.cpp recurrent state). A case whose source prints no capacity figure, "
+           "only where the weights went, is placement-only (`headline_kind: placement`): it is left out of the "
+           "summary and counted under placement. Do not edit by hand.\n\n";
+    out << "## Summary (headline capacity figures within 2 %)\n\n| engine | cases | headline capacity figures within | rate |\n|---|---:|---:|---:|\n";
     char line[512];
     for (const auto& [engine, s] : report.byEngine()) {
         std::snprintf(line, sizeof line, "| %s | %d | %d of %d | %.1f %% |\n", engine.c_str(), s.cases, s.within,
@@ -597,24 +647,30 @@ std::string formatAccuracyMarkdown(const AccuracyReport& report)
     std::snprintf(line, sizeof line, "| **all** | %d | %d of %d | %.1f %% |\n\n", all.cases, all.within, all.headline,
                   all.rate() * 100);
     out << line;
+    std::snprintf(line, sizeof line,
+                  "%d of %d headline capacity figures within 2 %% (%.1f %%); %d placement-only cases (no capacity "
+                  "figure in the source) are not counted here.\n\n",
+                  all.within, all.headline, all.rate() * 100, report.placementOnlyCases());
+    out << line;
     const PlacementSummary placed = report.placement();
     out << "## Placement (partial offload, per-device buffers)\n\n"
            "A placement case prints where things live: llama.cpp's `offloaded N/M layers`, a device's model, KV or "
-           "compute buffer of a split or a CPU run, Ollama's `layers.offload`. It is within when every figure of the "
+           "compute buffer of a split or a CPU run, Ollama's `layers.offload`; every placement-only case is one. It is within when every figure of the "
            "case is within its tolerance (the placement and every per-device byte figure, from the settings alone).\n\n";
     std::snprintf(line, sizeof line, "**%d of %d placement cases within (%.1f %%).**\n\n| case | engine@version | within |\n|---|---|---|\n",
                   placed.within, placed.cases, placed.rate() * 100);
     out << line;
     for (const CaseOutcome& c : report.cases)
         if (AccuracyReport::isPlacementCase(c))
-            out << "| `" << c.id << "` | " << c.engine << "@" << c.engineVersion << " | "
-                << (AccuracyReport::allWithin(c) ? "yes" : "no") << " |\n";
+            out << "| `" << c.id << "`"
+                << (c.headlineKind == HeadlineFigureKind::Placement ? " (placement-only)" : "") << " | " << c.engine
+                << "@" << c.engineVersion << " | " << (AccuracyReport::allWithin(c) ? "yes" : "no") << " |\n";
     out << "\n";
-    out << "## Headline misses and the term that causes each\n\n";
+    out << "## Headline capacity misses and the term that causes each\n\n";
     bool any = false;
     for (const CaseOutcome& c : report.cases)
         for (const FigureOutcome& f : c.figures)
-            if (f.headline && !f.within) {
+            if (f.headline && !f.within && c.headlineKind == HeadlineFigureKind::Capacity) {
                 out << "- `" << c.id << "` (" << c.engine << "@" << c.engineVersion << ", " << showError(f)
                     << "): " << (f.missTerm.empty() ? "(unexplained)" : f.missTerm) << "\n";
                 any = true;
@@ -629,7 +685,10 @@ std::string formatAccuracyMarkdown(const AccuracyReport& report)
                 << c.error << " |\n";
         for (const FigureOutcome& f : c.figures) {
             out << "| `" << c.id << "` | " << c.engine << "@" << c.engineVersion << " | " << f.name
-                << (f.headline ? " **(headline)**" : "") << " | " << showValue(f.printed, f.unit) << " | "
+                << (!f.headline ? ""
+                    : c.headlineKind == HeadlineFigureKind::Capacity ? " **(headline)**"
+                                                                    : " **(headline, placement-only)**")
+                << " | " << showValue(f.printed, f.unit) << " | "
                 << (f.predicted ? showValue(*f.predicted, f.unit) : "-") << " | " << showError(f) << " | "
                 << verdict(f);
             if (!f.within && !f.missTerm.empty())

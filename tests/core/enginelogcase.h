@@ -24,11 +24,17 @@ struct PrintedFigure {
     std::string name;          ///< "kv_cache_tokens", "num_gpu_blocks", "max_total_num_tokens", ... (README)
     double printed = 0;        ///< as printed, in `unit`
     std::string unit;          ///< "tokens", "blocks", "x", "GiB", "MiB"
-    bool headline = false;     ///< the case's capacity figure
+    bool headline = false;     ///< the case's headline figure (its capacity figure, or its placement figure in a placement-only case)
     double tolerancePct = 2.0; ///< |error| allowed, percent
     bool expectMiss = false;   ///< known miss, explained by missTerm
     std::string missTerm;      ///< the term that causes the miss (after diagnosis)
     std::string logLine;       ///< the line it was read from
+};
+
+/// What a case's headline figure measures (the case's `headline_kind`, README "Format").
+enum class HeadlineFigureKind {
+    Capacity,  ///< default: what the engine can hold (KV tokens/blocks/bytes, a KV or state buffer): counted by issue 9
+    Placement, ///< the source prints no capacity figure, only where the weights went: counted under placement only
 };
 
 /// One case file.
@@ -57,7 +63,14 @@ struct EngineLogCase {
     nlohmann::json inputs;                     ///< measured inputs, when the case names any
     std::vector<std::string> tags;
     std::vector<PrintedFigure> figures;
+    HeadlineFigureKind headlineKind = HeadlineFigureKind::Capacity;
 };
+
+/// True for a figure that measures capacity: what the engine can hold (vLLM KV cache tokens, GPU
+/// blocks, available KV bytes, concurrency; SGLang max_total_num_tokens and K+V sizes; TGI max batch
+/// total tokens; TensorRT-LLM KV tokens and blocks; llama.cpp/Ollama KV buffers of any device, KV
+/// cells, the recurrent state buffer, --fit's context). Weight sizes and layer counts are not.
+bool isCapacityFigure(const std::string& name);
 
 /// Reads one case; errors name the file and the key.
 tl::expected<EngineLogCase, std::string> loadEngineLogCase(const std::filesystem::path& file);
@@ -84,20 +97,21 @@ struct CaseOutcome {
     std::string engine;
     std::string engineVersion;
     std::string error;                 ///< the plan could not be made (input error)
+    HeadlineFigureKind headlineKind = HeadlineFigureKind::Capacity;
     std::vector<FigureOutcome> figures;
 };
 
-/// Counts over headline figures.
+/// Counts over headline capacity figures (issue 9): placement-only cases are left out.
 struct AccuracySummary {
-    int cases = 0;
-    int headline = 0;  ///< headline figures
+    int cases = 0;     ///< capacity cases
+    int headline = 0;  ///< headline capacity figures
     int within = 0;    ///< ... within tolerance
     double rate() const { return headline > 0 ? static_cast<double>(within) / headline : 0.0; }
 };
 
 /// Counts over placement cases (issue 11): a case whose log prints where things live (llama.cpp's
 /// "offloaded N/M layers", a device's model/KV/compute buffer of a split or a CPU run, Ollama's
-/// layers.offload). Such a case is within when every figure it has is within tolerance: the
+/// layers.offload), and every placement-only case. Such a case is within when every figure it has is within tolerance: the
 /// placement and every per-device byte figure, reproduced from the settings alone.
 struct PlacementSummary {
     int cases = 0;
@@ -116,7 +130,9 @@ struct AccuracyReport {
     AccuracySummary total() const;
     std::map<std::string, AccuracySummary> byEngine() const;
     PlacementSummary placement() const;
-    /// True when @p c is a placement case (it has a placement figure).
+    /// Placement-only cases (headline_kind "placement"), left out of total() and byEngine().
+    int placementOnlyCases() const;
+    /// True when @p c is a placement case (it has a placement figure, or it is placement-only).
     static bool isPlacementCase(const CaseOutcome& c);
     /// True when every figure of @p c is within its tolerance.
     static bool allWithin(const CaseOutcome& c);
