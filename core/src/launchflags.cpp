@@ -208,16 +208,17 @@ const SettingValue* givenSetting(const PlanResult& plan, const std::string& key)
 }
 
 /// The refusal that leaves nothing to launch whatever the flags: the engine cannot load the
-/// weight format or has no such KV cache (plan.refusals, set by the engine's compatibility rules).
+/// weight format (plan.refusals, FitLimit::EngineFormat, set by the engine's compatibility rules).
 /// The plan's verdict names it when it is the first; the sentence is the verdict's then, so that
-/// `flags` says what `plan` says (issue 9: one answer).
+/// `flags` says what `plan` says (issue 9 review S1-1: before, flags printed a vllm serve command
+/// for q4_k and llama-server for gptq-g128). A KV dtype the engine lacks is refused below, by the
+/// engine's flag values (vllmKvDtype, ...), with the values the flag takes.
 std::optional<std::string> cannotLoad(const PlanResult& plan)
 {
-    const auto loadLimit = [](FitLimit l) { return l == FitLimit::EngineFormat || l == FitLimit::EngineKvDtype; };
-    if (plan.verdict.state == FitState::DoesNotFit && loadLimit(plan.verdict.limit))
+    if (plan.verdict.state == FitState::DoesNotFit && plan.verdict.limit == FitLimit::EngineFormat)
         return plan.verdict.reason;
     for (const EngineRefusal& r : plan.refusals)
-        if (loadLimit(r.limit))
+        if (r.limit == FitLimit::EngineFormat)
             return r.reason;
     return std::nullopt;
 }
