@@ -21,6 +21,10 @@
 //   --kv-cache-dtype {fp8_e4m3fn,fp8_e5m2}, --num-shard.
 // - TensorRT-LLM, tensorrt_llm/commands/serve.py (trtllm-serve): --max_batch_size, --max_seq_len,
 //   --max_num_tokens, --kv_cache_free_gpu_memory_fraction, --tp_size, --pp_size.
+// The settings a user sets come back in the same spellings (issue 9 review S2-1): vLLM
+// --max-num-batched-tokens, --block-size, --swap-space, --kv-cache-memory-bytes, --enforce-eager,
+// --enable-chunked-prefill (vllm/engine/arg_utils.py); llama.cpp -b, -ub, --swa-full, --kv-unified
+// (common/arg.cpp); OLLAMA_GPU_OVERHEAD in bytes (envconfig/config.go).
 
 #include "tst_reportutil.h"
 
