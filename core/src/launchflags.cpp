@@ -2,6 +2,7 @@
 #include "headroom/core/safetext.h"
 
 #include "headroom/core/capacity.h"
+#include "headroom/core/enginepolicy.h"
 #include "headroom/core/enginerules.h"
 #include "headroom/core/splitbill.h"
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 namespace headroom {
@@ -198,6 +200,29 @@ const SettingValue* appliedSetting(const PlanResult& plan, const std::string& ke
     return nullptr;
 }
 
+// The value of @p key when the user set it (--set KEY=VALUE, or the generic option it stands for), or null.
+const SettingValue* givenSetting(const PlanResult& plan, const std::string& key)
+{
+    const SettingValue* v = appliedSetting(plan, key);
+    return v && v->given ? v : nullptr;
+}
+
+/// The refusal that leaves nothing to launch whatever the flags: the engine cannot load the
+/// weight format (plan.refusals, FitLimit::EngineFormat, set by the engine's compatibility rules).
+/// The plan's verdict names it when it is the first; the sentence is the verdict's then, so that
+/// `flags` says what `plan` says (issue 9 review S1-1: before, flags printed a vllm serve command
+/// for q4_k and llama-server for gptq-g128). A KV dtype the engine lacks is refused below, by the
+/// engine's flag values (vllmKvDtype, ...), with the values the flag takes.
+std::optional<std::string> cannotLoad(const PlanResult& plan)
+{
+    if (plan.verdict.state == FitState::DoesNotFit && plan.verdict.limit == FitLimit::EngineFormat)
+        return plan.verdict.reason;
+    for (const EngineRefusal& r : plan.refusals)
+        if (r.limit == FitLimit::EngineFormat)
+            return r.reason;
+    return std::nullopt;
+}
+
 bool isQuantizedCache(const std::string& llamaType) { return llamaType != "f16" && llamaType != "f32" && llamaType != "bf16"; }
 
 } // namespace
@@ -295,6 +320,9 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
     if (!engine)
         return tl::unexpected("no launch flags for engine '" + request.engine.id
                               + "': Headroom writes them for vllm, llama.cpp, sglang, ollama, tgi and tensorrt-llm");
+    if (const std::optional<std::string> why = cannotLoad(plan))
+        return tl::unexpected("nothing to launch: " + plan.modelId + " (" + plan.formatId + ") on " + plan.cardId + " under "
+                              + request.engine.name + ": " + *why);
     auto point = launchPoint(plan);
     if (!point)
         return tl::unexpected(point.error());
@@ -318,9 +346,15 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         if (!kv)
             return tl::unexpected(kv.error());
         add("--max-model-len", ctx, arg, ctxNote);
-        add("--max-num-seqs", users, arg, "concurrent sequences");
-        add("--gpu-memory-utilization", formatFixed(request.engine.memoryFraction, 2), arg,
-            "fraction of the card total the plan gave vLLM");
+        if (const SettingValue* v = givenSetting(plan, "max-num-seqs"))
+            add("--max-num-seqs", v->text, arg, "concurrent sequences, as set");
+        else
+            add("--max-num-seqs", users, arg, "concurrent sequences");
+        // The fraction the plan applied (--set gpu-memory-utilization, else the profile's).
+        double fraction = request.engine.memoryFraction;
+        if (const SettingValue* v = appliedSetting(plan, "gpu-memory-utilization"); v && v->number > 0)
+            fraction = v->number;
+        add("--gpu-memory-utilization", formatFixed(fraction, 2), arg, "fraction of the card total the plan gave vLLM");
         add("--kv-cache-dtype", *kv, arg, *kv == "auto" ? "auto = the model's dtype (" + plan.kvDtypeId + ")" : "fp8 cache");
         add("--tensor-parallel-size", std::to_string(plan.tensorParallel), arg, "GPUs per replica");
         if (plan.pipelineParallel > 1)
@@ -346,6 +380,34 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
                 add(v.key, v.integer != 0 ? "1" : "0", LaunchFlagKind::Environment,
                     v.integer != 0 ? "the pool is charged for the CUDA-graph estimate, as planned"
                                    : "no CUDA-graph estimate charged to the pool, as planned");
+        }
+        // The other sizing settings the user set, in vLLM's spelling (vllm/engine/arg_utils.py
+        // EngineArgs.add_cli_args: --max-num-batched-tokens, --block-size, --swap-space,
+        // --kv-cache-memory-bytes, --enforce-eager, --enable-chunked-prefill / --no-enable-chunked-prefill).
+        for (const SettingValue& v : plan.engineSettings) {
+            if (!v.given)
+                continue;
+            if (v.key == "max-num-batched-tokens")
+                add("--max-num-batched-tokens", v.text, arg, "tokens of one scheduler step, as planned (the profiling run)");
+            else if (v.key == "block-size")
+                add("--block-size", v.text, arg, "tokens per KV block, as planned");
+            else if (v.key == "swap-space")
+                add("--swap-space", v.text, arg, "GiB of host swap per GPU, as set");
+            else if (v.key == "kv-cache-memory-bytes")
+                add("--kv-cache-memory-bytes", std::to_string(v.integer), arg, "KV cache size in bytes, as planned");
+            else if (v.key == "enforce-eager" && v.integer != 0)
+                add("--enforce-eager", "", arg, "no CUDA graphs, as planned");
+            else if (v.key == "enable-chunked-prefill" && v.integer != 0)
+                add("--enable-chunked-prefill", "", arg, "chunked prefill, as planned");
+            else if (v.key == "enable-chunked-prefill") {
+                // Off: the dataclass-built parser (arg_utils.py get_kwargs, from the 0.9 line) makes a
+                // bool field an argparse.BooleanOptionalAction (--no-enable-chunked-prefill); before, the
+                // flag was a StoreBoolean with an optional value (--enable-chunked-prefill False).
+                if (compareVersions(plan.engineVersion, "0.9") >= 0)
+                    add("--no-enable-chunked-prefill", "", arg, "no chunked prefill, as planned");
+                else
+                    add("--enable-chunked-prefill", "False", arg, "no chunked prefill, as planned");
+            }
         }
         const auto [quantization, quantNote] = vllmQuantization(request.model, plan.formatId);
         if (!quantization.empty())
@@ -401,6 +463,30 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
             if (sv.key == "tensor-split" && !sv.text.empty())
                 add("--tensor-split", sv.text, arg, "each GPU's share of the offloaded layers, as planned");
         }
+        // The batch sizes and cache layout the plan priced, in llama.cpp's spelling (common/arg.cpp:
+        // -b/--batch-size, -ub/--ubatch-size, --swa-full, -kvu/--kv-unified, -fit/--fit,
+        // -fitt/--fit-target, -fitc/--fit-ctx, --no-repack): -b when set, -ub when set or planned
+        // (the compute buffer is sized by it), the rest when set.
+        if (const SettingValue* v = givenSetting(plan, "batch-size"))
+            add("-b", v->text, arg, "logical batch, as planned");
+        if (givenSetting(plan, "ubatch-size") || request.ubatchTokens)
+            add("-ub", std::to_string(plan.ubatchTokens), arg, "physical batch: the compute buffer the plan priced");
+        for (const SettingValue& sv : plan.engineSettings) {
+            if (!sv.given)
+                continue;
+            if (sv.key == "swa-full" && sv.integer != 0)
+                add("--swa-full", "", arg, "full-size cache for sliding-window layers, as planned");
+            else if (sv.key == "kv-unified" && sv.integer != 0)
+                add("--kv-unified", "", arg, "one KV buffer shared by all slots, as planned");
+            else if (sv.key == "fit")
+                add("--fit", sv.text, arg, "llama.cpp's own placement, as set");
+            else if (sv.key == "fit-target")
+                add("--fit-target", sv.text, arg, "MiB --fit leaves free on each GPU, as planned");
+            else if (sv.key == "fit-ctx")
+                add("--fit-ctx", sv.text, arg, "the least context --fit keeps, as planned");
+            else if (sv.key == "no-repack" && sv.integer != 0)
+                add("--no-repack", "", arg, "no repacked copy of the host weights, as planned");
+        }
         add("-ctk", *kv, arg, "K cache type");
         // -ctv as the plan priced it (cache-type-v given apart from -ctk), else the K type.
         const SettingValue* v = appliedSetting(plan, "cache-type-v");
@@ -427,7 +513,10 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         if (const SettingValue* v = appliedSetting(plan, "mem-fraction-static"); v && v->number > 0)
             fraction = v->number;
         add("--context-length", ctx, arg, ctxNote);
-        add("--max-running-requests", users, arg, "concurrent requests");
+        if (const SettingValue* v = givenSetting(plan, "max-running-requests"))
+            add("--max-running-requests", v->text, arg, "concurrent requests, as set");
+        else
+            add("--max-running-requests", users, arg, "concurrent requests");
         add("--mem-fraction-static", formatFixed(fraction, 3), arg, "weights + KV pool share of the card, as planned");
         // The sizing settings the plan was asked with, so that the engine sizes its pool the same way.
         for (const SettingValue& v : plan.engineSettings) {
@@ -459,11 +548,23 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
         add("OLLAMA_FLASH_ATTENTION", plan.flashAttention ? "1" : "0", env,
             plan.flashAttention ? "flash attention, as planned" : "no flash attention, as planned");
         add("OLLAMA_KV_CACHE_TYPE", *kv, env, "KV cache type");
+        // OLLAMA_GPU_OVERHEAD: bytes kept free per GPU, read as a Uint64 of bytes (envconfig/config.go
+        // GpuOverhead, ollama fb3076099).
+        if (const SettingValue* v = givenSetting(plan, "OLLAMA_GPU_OVERHEAD"))
+            add("OLLAMA_GPU_OVERHEAD", std::to_string(v->integer), env, "bytes kept free on each GPU, as planned");
         add("num_ctx", ctx, LaunchFlagKind::ModelParameter, ctxNote);
+        if (const SettingValue* v = givenSetting(plan, "num_gpu"))
+            add("num_gpu", v->text, LaunchFlagKind::ModelParameter, "layers on the GPU, as planned");
         if (*kv != "f16" && !plan.flashAttention)
             out.notes.push_back("Ollama applies OLLAMA_KV_CACHE_TYPE only with OLLAMA_FLASH_ATTENTION=1");
-        out.command = commandLine("ollama serve", out.flags) + "\n# per model (Modelfile): PARAMETER num_ctx " + ctx
-            + "\n# per request (API): \"options\": {\"num_ctx\": " + ctx + "}";
+        std::string modelfile = "PARAMETER num_ctx " + ctx;
+        std::string options = "\"num_ctx\": " + ctx;
+        if (const SettingValue* v = givenSetting(plan, "num_gpu")) {
+            modelfile += "\n# per model (Modelfile): PARAMETER num_gpu " + v->text;
+            options += ", \"num_gpu\": " + v->text;
+        }
+        out.command = commandLine("ollama serve", out.flags) + "\n# per model (Modelfile): " + modelfile
+            + "\n# per request (API): \"options\": {" + options + "}";
         break;
     }
     case LaunchEngine::Tgi: {
@@ -489,8 +590,13 @@ tl::expected<LaunchFlags, std::string> launchFlags(const PlanRequest& request, c
     }
     case LaunchEngine::TensorRtLlm: {
         add("--max_seq_len", ctx, arg, ctxNote);
-        add("--max_batch_size", users, arg, "concurrent requests (a build limit for a TensorRT engine)");
+        if (const SettingValue* v = givenSetting(plan, "max_batch_size"))
+            add("--max_batch_size", v->text, arg, "concurrent requests, as set (a build limit for a TensorRT engine)");
+        else
+            add("--max_batch_size", users, arg, "concurrent requests (a build limit for a TensorRT engine)");
         add("--max_num_tokens", std::to_string(plan.ubatchTokens), arg, "tokens of one forward pass, as planned");
+        if (const SettingValue* v = givenSetting(plan, "max_beam_width"))
+            add("--max_beam_width", v->text, arg, "beams per request, as planned");
         double fraction = request.engine.memoryFraction;
         if (const SettingValue* v = appliedSetting(plan, "free_gpu_memory_fraction"); v && v->number > 0)
             fraction = v->number;

@@ -282,13 +282,15 @@ TEST_CASE("export: the capacity report is core's and validates; launch flags are
     for (const auto& [engine, engineId] : {std::pair{LaunchEngine::Vllm, "vllm"}, std::pair{LaunchEngine::LlamaCpp, "llama.cpp"},
                                            std::pair{LaunchEngine::SgLang, "sglang"}, std::pair{LaunchEngine::Ollama, "ollama"}}) {
         INFO(engineId);
-        auto request = requestFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", engineId);
+        // llama.cpp and Ollama run GGUF files: an int4-g128 plan of theirs has nothing to launch.
+        const std::string format = engine == LaunchEngine::LlamaCpp || engine == LaunchEngine::Ollama ? "q4_k" : sel.formatId;
+        auto request = requestFor(cat, sel, sel.modelId, format, "rtx-4090", engineId);
         REQUIRE(request);
         auto plan = makePlan(*request);
         REQUIRE(plan);
         auto expected = launchFlags(*request, *plan);
         REQUIRE(expected);
-        auto flags = launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", engine);
+        auto flags = launchFlagsFor(cat, sel, sel.modelId, format, "rtx-4090", engine);
         REQUIRE(flags);
         CHECK(flags->command == expected->command);
         CHECK_FALSE(flags->command.empty());
@@ -303,7 +305,11 @@ TEST_CASE("export: the capacity report is core's and validates; launch flags are
     auto refused = launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", LaunchEngine::Vllm);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().find("vLLM has no 'q8_0' KV cache") != std::string::npos);
-    CHECK(launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", LaunchEngine::LlamaCpp));
+    CHECK(launchFlagsFor(cat, sel, sel.modelId, "q4_k", "rtx-4090", LaunchEngine::LlamaCpp));
+    // A format the engine cannot load: nothing to launch, with the plan's reason (issue 9 review S1-1).
+    auto gguf = launchFlagsFor(cat, sel, sel.modelId, sel.formatId, "rtx-4090", LaunchEngine::LlamaCpp);
+    REQUIRE_FALSE(gguf);
+    CHECK(gguf.error().find("nothing to launch: ") == 0);
 
     QTemporaryDir dir;
     REQUIRE(dir.isValid());

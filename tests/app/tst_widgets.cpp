@@ -750,6 +750,11 @@ TEST_CASE("the window copies core's launch flags and exports its matrix as a rep
     for (const auto& [engine, engineId] : {std::pair{LaunchEngine::Vllm, "vllm"}, std::pair{LaunchEngine::LlamaCpp, "llama.cpp"},
                                            std::pair{LaunchEngine::SgLang, "sglang"}, std::pair{LaunchEngine::Ollama, "ollama"}}) {
         INFO(engineId);
+        // llama.cpp and Ollama run GGUF files: an int4-g128 plan of theirs has nothing to launch.
+        const QString format = engine == LaunchEngine::LlamaCpp || engine == LaunchEngine::Ollama ? QStringLiteral("q4_k")
+                                                                                                 : QStringLiteral("int4-g128");
+        w.formatCombo()->setCurrentIndex(w.formatCombo()->findData(format));
+        REQUIRE(w.selection().formatId == format.toStdString());
         auto request = requestFor(w.catalog(), sel, sel.modelId, sel.formatId, w.detailCardId(), engineId);
         REQUIRE(request);
         auto plan = makePlan(*request);
@@ -761,6 +766,8 @@ TEST_CASE("the window copies core's launch flags and exports its matrix as a rep
         CHECK(QApplication::clipboard()->text() == QString::fromStdString(expected->command));
         CHECK(w.statusBar()->currentMessage().contains(QStringLiteral("launch flags copied")));
     }
+    w.formatCombo()->setCurrentIndex(w.formatCombo()->findData(QStringLiteral("int4-g128")));
+    REQUIRE(w.selection().formatId == "int4-g128");
     // The four engines are in the File menu, with the vLLM and llama.cpp shortcuts kept.
     QStringList shortcuts;
     for (QAction* a : w.findChildren<QAction*>())

@@ -21,6 +21,10 @@
 //   --kv-cache-dtype {fp8_e4m3fn,fp8_e5m2}, --num-shard.
 // - TensorRT-LLM, tensorrt_llm/commands/serve.py (trtllm-serve): --max_batch_size, --max_seq_len,
 //   --max_num_tokens, --kv_cache_free_gpu_memory_fraction, --tp_size, --pp_size.
+// The settings a user sets come back in the same spellings (issue 9 review S2-1): vLLM
+// --max-num-batched-tokens, --block-size, --swap-space, --kv-cache-memory-bytes, --enforce-eager,
+// --enable-chunked-prefill (vllm/engine/arg_utils.py); llama.cpp -b, -ub, --swa-full, --kv-unified
+// (common/arg.cpp); OLLAMA_GPU_OVERHEAD in bytes (envconfig/config.go).
 
 #include "tst_reportutil.h"
 
@@ -66,7 +70,9 @@ const std::map<std::string, std::set<std::string>> kDocumentedValues = {
 LaunchFlags flagsFor(const std::string& engine, std::optional<std::uint64_t> users, std::optional<std::uint64_t> context,
                      const std::string& card = "rtx-4090", const std::string& kv = "fp16")
 {
-    const PlanRequest r = test::profileRequest("llama-3.1-8b", "int4-g128", card, engine, users, context, kv);
+    // llama.cpp and Ollama run GGUF files: their plans are of q4_k (an int4-g128 plan is refused).
+    const std::string weights = engine == "llama.cpp" || engine == "ollama" ? "q4_k" : "int4-g128";
+    const PlanRequest r = test::profileRequest("llama-3.1-8b", weights, card, engine, users, context, kv);
     auto f = launchFlags(r, test::planOf(r));
     REQUIRE(f);
     return *f;
@@ -246,8 +252,9 @@ TEST_CASE("TGI and TensorRT-LLM launch flags carry the plan's sizing settings", 
 TEST_CASE("launch flags refuse what the engine cannot do", "[launchflags]")
 {
     const auto error = [](const std::string& engine, const std::string& kv, const std::string& model = "llama-3.1-8b",
-                          const std::string& format = "int4-g128", const std::string& card = "rtx-4090") {
-        const PlanRequest r = test::profileRequest(model, format, card, engine, 1, 4096, kv);
+                          const std::string& format = "", const std::string& card = "rtx-4090") {
+        const std::string weights = !format.empty() ? format : (engine == "llama.cpp" || engine == "ollama" ? "q4_k" : "int4-g128");
+        const PlanRequest r = test::profileRequest(model, weights, card, engine, 1, 4096, kv);
         auto f = launchFlags(r, test::planOf(r));
         REQUIRE(!f);
         return f.error();
@@ -258,4 +265,128 @@ TEST_CASE("launch flags refuse what the engine cannot do", "[launchflags]")
     CHECK_THAT(error("ollama", "fp8"), Catch::Contains("Ollama has no"));
     CHECK_THAT(error("tgi", "q8_0"), Catch::Contains("TGI has no 'q8_0' KV cache"));
     CHECK_THAT(error("vllm", "fp16", "llama-2-70b", "fp16", "rtx-4060"), Catch::Contains("nothing to launch"));
+}
+
+namespace {
+
+// A plan of llama-3.1-8b on an RTX 4090 with @p settings typed as `--set KEY=VALUE`.
+PlanRequest setRequest(const std::string& engine, const std::string& weights, std::vector<EngineSetting> settings,
+                       std::optional<std::uint64_t> users = 4, std::optional<std::uint64_t> context = 8192)
+{
+    PlanRequest r = test::profileRequest("llama-3.1-8b", weights, "rtx-4090", engine, users, context);
+    r.engineSettings = std::move(settings);
+    return r;
+}
+
+LaunchFlags setFlags(const std::string& engine, const std::string& weights, std::vector<EngineSetting> settings,
+                     std::optional<std::uint64_t> users = 4)
+{
+    const PlanRequest r = setRequest(engine, weights, std::move(settings), users);
+    auto f = launchFlags(r, test::planOf(r));
+    if (!f)
+        FAIL(f.error());
+    return *f;
+}
+
+bool hasFlag(const LaunchFlags& f, const std::string& name)
+{
+    return std::any_of(f.flags.begin(), f.flags.end(), [&](const LaunchFlag& x) { return x.name == name; });
+}
+
+} // namespace
+
+// Issue 9 review S1-1: a format the engine cannot load leaves nothing to launch, with the plan's
+// own reason (the verdict), not a command.
+TEST_CASE("flags refuse a weight format the engine cannot load, with the plan's reason", "[launchflags]")
+{
+    const auto refused = [](const std::string& engine, const std::string& weights) {
+        const PlanRequest r = setRequest(engine, weights, {});
+        const PlanResult p = test::planOf(r);
+        INFO(engine << " " << weights << ": " << p.verdict.reason);
+        REQUIRE(p.verdict.state == FitState::DoesNotFit);
+        CHECK(p.verdict.limit == FitLimit::EngineFormat);
+        auto f = launchFlags(r, p);
+        REQUIRE_FALSE(f);
+        CHECK_THAT(f.error(), Catch::StartsWith("nothing to launch: llama-3.1-8b (" + weights + ") on rtx-4090 under "));
+        CHECK_THAT(f.error(), Catch::EndsWith(p.verdict.reason));
+    };
+    refused("vllm", "q4_k");
+    refused("llama.cpp", "gptq-g128");
+    refused("llama.cpp", "awq-g128");
+    refused("ollama", "gptq-g128");
+    // What the engine loads still launches.
+    CHECK(setFlags("llama.cpp", "q4_k", {}).command.rfind("llama-server", 0) == 0);
+    CHECK(setFlags("vllm", "gptq-g128", {}).command.rfind("vllm serve", 0) == 0);
+}
+
+// S1-2: the fraction is the one the plan applied, not the profile's.
+TEST_CASE("vLLM --gpu-memory-utilization is the applied setting", "[launchflags]")
+{
+    CHECK(value(setFlags("vllm", "int4-g128", {{"gpu-memory-utilization", "0.85"}}), "--gpu-memory-utilization") == "0.85");
+    CHECK(value(setFlags("vllm", "int4-g128", {{"gpu-memory-utilization", "0.5"}}), "--gpu-memory-utilization") == "0.50");
+    CHECK(value(setFlags("vllm", "int4-g128", {}), "--gpu-memory-utilization") == "0.90");
+    // SGLang and TensorRT-LLM already took theirs from the applied setting.
+    CHECK(value(setFlags("sglang", "int4-g128", {{"mem-fraction-static", "0.7"}}), "--mem-fraction-static") == "0.700");
+    CHECK(value(setFlags("tensorrt-llm", "int4-g128", {{"free_gpu_memory_fraction", "0.6"}}), "--kv_cache_free_gpu_memory_fraction")
+          == "0.60");
+}
+
+// S2-1: every setting the user set comes back in the engine's own spelling.
+TEST_CASE("flags emit the settings the user set, in the engine's spelling", "[launchflags]")
+{
+    SECTION("vLLM")
+    {
+        const LaunchFlags f = setFlags("vllm", "int4-g128",
+                                       {{"max-num-batched-tokens", "4096"},
+                                        {"block-size", "32"},
+                                        {"enforce-eager", "true"},
+                                        {"swap-space", "8"},
+                                        {"enable-chunked-prefill", "true"},
+                                        {"kv-cache-memory-bytes", "4GiB"}});
+        CHECK(value(f, "--max-num-batched-tokens") == "4096");
+        CHECK(value(f, "--block-size") == "32");
+        CHECK(value(f, "--swap-space") == "8");
+        CHECK(value(f, "--kv-cache-memory-bytes") == "4294967296");
+        CHECK(value(f, "--enforce-eager").empty());
+        CHECK(value(f, "--enable-chunked-prefill").empty());
+        CHECK_THAT(f.command, Catch::Contains(" --enforce-eager") && Catch::Contains(" --block-size 32"));
+        // Not set: not emitted (the defaults' output stays as it was).
+        const LaunchFlags d = setFlags("vllm", "int4-g128", {});
+        CHECK_FALSE(hasFlag(d, "--block-size"));
+        CHECK_FALSE(hasFlag(d, "--enforce-eager"));
+        CHECK_FALSE(hasFlag(d, "--max-num-batched-tokens"));
+    }
+    SECTION("llama.cpp")
+    {
+        const LaunchFlags f = setFlags("llama.cpp", "q4_k",
+                                       {{"batch-size", "4096"}, {"ubatch-size", "2048"}, {"swa-full", "true"}, {"kv-unified", "true"}});
+        CHECK(value(f, "-b") == "4096");
+        CHECK(value(f, "-ub") == "2048");
+        CHECK(hasFlag(f, "--swa-full"));
+        CHECK(hasFlag(f, "--kv-unified"));
+        CHECK_THAT(f.command, Catch::Contains(" -b 4096 -ub 2048 --swa-full --kv-unified "));
+        const LaunchFlags d = setFlags("llama.cpp", "q4_k", {});
+        CHECK_FALSE(hasFlag(d, "-b"));
+        CHECK_FALSE(hasFlag(d, "-ub"));
+        CHECK_FALSE(hasFlag(d, "--swa-full"));
+    }
+    SECTION("Ollama")
+    {
+        const LaunchFlags f = setFlags("ollama", "q4_k", {{"OLLAMA_GPU_OVERHEAD", "1GiB"}});
+        CHECK(value(f, "OLLAMA_GPU_OVERHEAD") == "1073741824");
+        CHECK_THAT(f.command, Catch::Contains("OLLAMA_GPU_OVERHEAD=1073741824 "));
+        CHECK_FALSE(hasFlag(setFlags("ollama", "q4_k", {}), "OLLAMA_GPU_OVERHEAD"));
+    }
+    SECTION("SGLang and TensorRT-LLM: the sequence cap as set, not the users")
+    {
+        CHECK(value(setFlags("sglang", "int4-g128", {{"max-running-requests", "32"}}), "--max-running-requests") == "32");
+        CHECK(value(setFlags("sglang", "int4-g128", {}), "--max-running-requests") == "4");
+        const LaunchFlags t = setFlags("tensorrt-llm", "int4-g128", {{"max_batch_size", "64"}, {"max_tokens", "20000"}});
+        CHECK(value(t, "--max_batch_size") == "64");
+        std::string notes;
+        for (const std::string& n : t.notes)
+            notes += n + "\n";
+        CHECK_THAT(notes, Catch::Contains("max_tokens: 20000"));
+        CHECK(value(setFlags("tensorrt-llm", "int4-g128", {}), "--max_batch_size") == "4");
+    }
 }

@@ -457,7 +457,7 @@ TEST_CASE("hostile 7: every argument is quoted for sh; a pasted command runs not
     }
     // The model path of a plan is quoted in the printed command: its own bytes (localPath), not
     // the id made safe to print.
-    PlanRequest req = profileRequest("llama-3.1-8b", "int4-g128", "rtx-4090", "llama.cpp", 1, 4096);
+    PlanRequest req = profileRequest("llama-3.1-8b", "q4_k", "rtx-4090", "llama.cpp", 1, 4096); // a GGUF type llama.cpp runs
     req.model.id = dir.path().string() + "/a$(touch " + marker.string() + ").gguf";
     auto flags = launchFlags(req, planOf(req));
     REQUIRE(flags);
