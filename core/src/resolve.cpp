@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cctype>
 #include <filesystem>
+#include <regex>
 #include <utility>
 
 namespace headroom {
@@ -340,6 +341,23 @@ tl::expected<Card, std::string> resolveCard(const std::string& arg, const Profil
     return tl::unexpected("unknown card '" + arg + "': not a profile id (list them with `headroom-cli cards`) nor a size such as 8GiB or 24GB");
 }
 
+namespace {
+
+/// Whether @p version is shaped like an engine version: a release (0.6, v0.10.1.1, 0.6.3.post1,
+/// 0.11.0rc2.dev17+g1234abc: PEP 440 as vLLM/SGLang/TGI/TensorRT-LLM tag their wheels), a llama.cpp
+/// build (b4000, its release tags) or a commit (7 to 40 hex digits, as the profiles name current
+/// llama.cpp and Ollama). Anything else ("abc", "latest") is refused rather than compared as a
+/// version no profile has.
+bool versionShaped(const std::string& version)
+{
+    static const std::regex release(R"(v?[0-9]+(\.[0-9]+)*([.-]?(rc|post|dev|a|b)[0-9]*)*(\+[0-9a-z.]+)?)");
+    static const std::regex build(R"(b[0-9]+)");
+    static const std::regex commit(R"([0-9a-f]{7,40})");
+    return std::regex_match(version, release) || std::regex_match(version, build) || std::regex_match(version, commit);
+}
+
+} // namespace
+
 tl::expected<EnginePolicy, std::string> resolveEngine(const std::string& arg, const ProfileSet& profiles)
 {
     const std::size_t at = arg.find('@');
@@ -350,9 +368,10 @@ tl::expected<EnginePolicy, std::string> resolveEngine(const std::string& arg, co
     if (at == std::string::npos)
         return *base;
     const std::string version = arg.substr(at + 1);
-    if (version.empty() || version.size() > 32 || version.find_first_not_of("v0123456789.abcdefghijklmnopqrstuwxyz") != std::string::npos)
-        return tl::unexpected("--engine '" + arg + "': expected NAME@VERSION such as vllm@0.6, found version '"
-                              + version.substr(0, 32) + "'");
+    if (version.empty() || version.size() > 48 || !versionShaped(version))
+        return tl::unexpected("--engine '" + safeText(arg.substr(0, 64)) + "': expected NAME@VERSION with a release (vllm@0.6, "
+                              "tgi@2.4.0), a llama.cpp build (llama.cpp@b4000) or a commit, found version '"
+                              + safeText(version.substr(0, 48)) + "'");
     // A profile with an explicit range covering the version, else the named one when it covers it.
     const EnginePolicy* chosen = nullptr;
     std::string ranges;

@@ -288,6 +288,19 @@ TEST_CASE("engine NAME@VERSION picks the profile covering that release and the p
     REQUIRE_FALSE(old);
     CHECK(old.error().find("no vLLM profile covers version 0.2") == 0);
     CHECK_FALSE(resolveEngine("vllm@", set));
+    // A version must be shaped like one (resolve.cpp versionShaped): a release, a llama.cpp build or
+    // a commit; "abc" or "latest" used to plan as a version no profile has, with exit 0.
+    for (const char* bad : {"tgi@abc", "vllm@latest", "llama.cpp@foo", "vllm@0.6..1", "ollama@v"}) {
+        INFO(bad);
+        const auto e = resolveEngine(bad, set);
+        REQUIRE_FALSE(e);
+        CHECK(e.error().find("expected NAME@VERSION") != std::string::npos);
+    }
+    for (const char* good : {"vllm@0.6.3.post1", "vllm@v0.10.1.1", "vllm@0.11.0rc2", "llama.cpp@b4000", "tgi@2.4.0",
+                             "sglang@0.4.2"}) {
+        INFO(good);
+        CHECK(resolveEngine(good, set));
+    }
 
     PlanRequest r = request(set, "vllm@0.6");
     const auto p = makePlan(r);
