@@ -84,4 +84,11 @@ TEST_CASE("llama.cpp MLA capacity: b4000 caches per head (before PR #12801), a c
     REQUIRE(mid);
     CHECK(mid->kvBytesPerToken.value == 58'752);
     CHECK(figureValue(*mid, "kv_buffer_bytes") == 58'752.0 * 163'840);
+
+    // Ollama v0.12.11 to v0.29 bills its llama runner as llama.cpp b6840 (engines/ollama.cpp
+    // ownLayoutPlan): the latent K and V, the same 58,752 B/token in the capacity and the KV figure.
+    const auto runner = makePlan(liteOn4090(*set, "ollama@0.12.11"));
+    REQUIRE(runner);
+    CHECK(runner->kvBytesPerToken.value == 58'752);
+    CHECK(figureValue(*runner, "kv_buffer_bytes") == 58'752.0 * 163'840);
 }
