@@ -248,7 +248,20 @@ private:
         const std::optional<KvDtype> v = support.sixteenBitKv || m_setup.kvDtypeVId.empty()
             ? std::optional<KvDtype>(k) : findKvDtype(m_setup.kvDtypeVId);
         const KvLayout dk = kvLayout(da, k, v.value_or(k), tp, 0, 0, m_setup.stateElementBytes);
-        KvLayout& kv = m_out.kv;
+        m_draftKv = dk;
+        addDraftLayout(m_out.kv, dk);
+        m_out.draftKvBytesPerToken = dk.bytesPerToken();
+        m_out.kvBytesPerToken = m_out.kv.bytesPerToken();
+        m_out.notes.push_back("draft model " + d.model.id + " (" + d.format.id + ", " + support.setting + "): "
+                              + formatBytes(m_out.draftWeightsBytes) + " of weights and "
+                              + formatBytes(m_out.draftKvBytesPerToken) + " of KV per token (" + k.id
+                              + ") join the bill, for the same context and users");
+        return {};
+    }
+
+    // The draft model's layout @p dk joins the target's @p kv.
+    static void addDraftLayout(KvLayout& kv, const KvLayout& dk)
+    {
         kv.fullBytesPerToken += dk.fullBytesPerToken;
         kv.fullLayers += dk.fullLayers;
         if (dk.slidingLayers > 0 && (kv.slidingLayers == 0 || kv.windowTokens == dk.windowTokens)) {
@@ -262,13 +275,6 @@ private:
         }
         kv.stateBytesPerSequence += dk.stateBytesPerSequence;
         kv.recurrentLayers += dk.recurrentLayers;
-        m_out.draftKvBytesPerToken = dk.bytesPerToken();
-        m_out.kvBytesPerToken = kv.bytesPerToken();
-        m_out.notes.push_back("draft model " + d.model.id + " (" + d.format.id + ", " + support.setting + "): "
-                              + formatBytes(m_out.draftWeightsBytes) + " of weights and "
-                              + formatBytes(m_out.draftKvBytesPerToken) + " of KV per token (" + k.id
-                              + ") join the bill, for the same context and users");
-        return {};
     }
 
     // The engine's bill of the busiest device.
@@ -289,6 +295,14 @@ private:
             m_out.refusals.push_back(std::move(refusal));
         for (std::string& note : bill.notes)
             m_out.notes.push_back(std::move(note));
+        // The engine's own layout per token (bill.h kvLayout): the capacity below and the KV
+        // figures of its bill then come from one number (llama.cpp's MLA cache by build).
+        if (bill.kvLayout) {
+            m_out.kv = *bill.kvLayout;
+            if (m_draftKv)
+                addDraftLayout(m_out.kv, *m_draftKv);
+            m_out.kvBytesPerToken = m_out.kv.bytesPerToken();
+        }
         const Bytes blockBytes = m_out.kvBytesPerToken * m_out.paging.blockTokens;
         if (bill.kvBlocks)
             m_out.kvBlocks = *bill.kvBlocks;
@@ -491,6 +505,7 @@ private:
     /// between plans of the same model and format, parameters.h sharedPricedTensors)
     std::shared_ptr<const PricedTensorsEntry> m_tensors;
     std::uint32_t m_firstLayer = 0;
+    std::optional<KvLayout> m_draftKv; // the draft model's KV layout (priceDraft), re-added to an engine's own
     std::uint32_t m_layerCount = 0;
     bool m_weightsFit = false;
     Bytes m_offloadedBytes; ///< vLLM --cpu-offload-gb: weights in host memory, not on the device

@@ -166,3 +166,14 @@ set_tests_properties(cli_plan_interconnect_set PROPERTIES LABELS cli PASS_REGULA
 add_test(NAME cli_error_interconnect_value COMMAND sh -c "${_cli} plan -m llama-3.1-8b -w bf16 -c h100-sxm --engine vllm --tp 2 --set interconnect=infiniband 2>&1; echo \"exit code $?\"")
 set_tests_properties(cli_error_interconnect_value PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
   "setting 'interconnect': expected one of nvswitch, nvlink, pcie-p2p, pcie, network, found 'infiniband'.*exit code 1")
+
+# S1-3: llama.cpp before PR #12801 (b4000) caches DeepSeek-V2-Lite's MLA layers per head,
+# 276,480 B/token in f16: the header, the capacity (5 users at 8,192 from the 11.78 GiB budget)
+# and the KV figure (20 x 8,192 cells = 43,200 MiB) come from that one number, and the table's cell
+# is the plan's max context.
+add_test(NAME cli_plan_mla_pre12801 COMMAND ${_cli} plan -m deepseek-v2-lite -w q4_k -c rtx-4090 --engine llama.cpp@b4000 --context 8192 --users 20)
+set_tests_properties(cli_plan_mla_pre12801 PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+  "KV cache +fp16, 276,480 B/token.*KV cache budget .* 276,480 B/token.*max users at 8,192 tokens +5\n.*llama_kv_cache: size = 43200.00 MiB")
+add_test(NAME cli_table_mla_pre12801 COMMAND ${_cli} table -m deepseek-v2-lite -w q4_k -c rtx-4090 --engine llama.cpp@b4000 --context 8192 --users 20)
+set_tests_properties(cli_table_mla_pre12801 PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+  "DeepSeek-V2-Lite +q4_k +10.48 GiB +2,048 \\(memory\\)")

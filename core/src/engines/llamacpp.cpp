@@ -245,6 +245,16 @@ public:
             b.kvBudgetBytes = saturatingSub(b.usableBytes, deviceWeights + totalBytes(b.overheads));
         }
         const llamacpp::KvCacheBill kv = llamacpp::kvCache(in.arch, ctx);
+        // The capacity is priced from the rows this build allocates (bill.h kvLayout), the KV
+        // figures below from the same rows: an MLA model cached per head before PR #12801
+        // (mlaCacheOf) costs 276,480 B/token for DeepSeek-V2-Lite in f16, not the 31,104 of the latent.
+        b.kvLayout = llamacpp::kvLayoutPerToken(in.arch, ctx);
+        if (in.arch.mla.cachesLatent() && ctx.mlaCache != llamacpp::MlaCache::LatentKOnly)
+            b.notes.push_back("llama.cpp " + appliedEngineVersion(r.engine) + " caches each MLA layer "
+                              + (ctx.mlaCache == llamacpp::MlaCache::FullHeads
+                                     ? std::string("per head (before PR #12801)")
+                                     : std::string("as the latent K and V (PR #12801 to PR #19067)"))
+                              + ": " + formatThousands(b.kvLayout->bytesPerToken().value) + " B/token");
         const std::string src = "src/llama-context.cpp, src/llama-kv-cache.cpp";
         b.figures.push_back({"n_ctx", static_cast<double>(sizes.nCtx), "tokens",
                              "llama_context: n_ctx = " + std::to_string(sizes.nCtx), src});
@@ -635,8 +645,9 @@ private:
         b.notes.push_back("tensor split: " + per + (bill.outputDevice >= 0 ? "; the output layer on CUDA" + std::to_string(bill.outputDevice) : std::string()));
     }
 
-    // The MLA cache of a build (llamacppmemory.h MlaCache): full per-head K and V before PR #12801
-    // (merged mid-April 2025: builds below b5100), the latent K and V until PR #19067 (January 2026:
+    // The MLA cache of a build (llamacppmemory.h MlaCache): full per-head K and V before
+    // ggml-org/llama.cpp PR #12801 "DeepSeek V2/V3 MLA implementation" (merged mid-April 2025: its
+    // thread runs to 2025-04-12; builds below b5100), the latent K and V until PR #19067 (January 2026:
     // builds below b7800), the latent K only since. The build numbers bound the merge dates from
     // below; a version that is not a build number is the current release.
     static llamacpp::MlaCache mlaCacheOf(const std::string& version)

@@ -141,6 +141,41 @@ KvCacheBill kvCache(const Architecture& arch, const ContextSettings& s)
     return walkKv(arch, s, [](std::uint32_t, Bytes) {});
 }
 
+KvLayout kvLayoutPerToken(const Architecture& arch, const ContextSettings& s)
+{
+    KvLayout out;
+    const bool sliding = arch.sliding.enabled() && anySliding(arch) && !s.swaFull;
+    out.windowTokens = sliding ? arch.sliding.windowTokens : 0;
+    std::uint64_t vMax = 0; // [TAG_V_CACHE_VARIABLE], as in walkKv
+    for (std::uint32_t i = 0; i < arch.layers; ++i)
+        if (arch.hybrid.isAttention(i))
+            vMax = std::max(vMax, layerRows(arch, i, s.mlaCache).v);
+    for (std::uint32_t i = 0; i < arch.layers; ++i) {
+        if (arch.hybrid.isRecurrent(i)) {
+            const RecurrentState shape = recurrentState(arch, i, 1);
+            out.stateBytesPerSequence +=
+                Bytes{checkedMul(checkedAdd(shape.convElements, shape.ssmElements, "state"), kF32, "state")};
+            ++out.recurrentLayers;
+        }
+        if (!arch.hybrid.isAttention(i))
+            continue;
+        const LayerRows rows = layerRows(arch, i, s.mlaCache);
+        if (rows.k == 0 && rows.v == 0)
+            continue;
+        Bytes row{s.typeK.rowBytes(rows.k)};
+        if (rows.v > 0)
+            row += Bytes{s.typeV.rowBytes(s.flashAttention ? rows.v : vMax)};
+        if (sliding && arch.sliding.isSliding(i)) {
+            out.slidingBytesPerToken += row;
+            ++out.slidingLayers;
+        } else {
+            out.fullBytesPerToken += row;
+            ++out.fullLayers;
+        }
+    }
+    return out;
+}
+
 std::vector<Bytes> kvBytesPerLayer(const Architecture& arch, const ContextSettings& s)
 {
     std::vector<Bytes> out(arch.layers);

@@ -6,6 +6,7 @@
 /// refusals (verdict.h EngineRefusal: a weight format or KV dtype it cannot run, a configuration
 /// it would not start with), which the verdict turns into the answer.
 
+#include "headroom/core/kvcache.h"
 #include "headroom/core/overheads.h"
 #include "headroom/core/units.h"
 #include "headroom/core/verdict.h"
@@ -38,6 +39,13 @@ struct EngineBill {
     Bytes kvBudgetBytes;                    ///< usable - weights - overheads (0 when negative)
     std::optional<std::uint64_t> kvBlocks;  ///< the engine's own block count; absent: budget / block bytes
     std::optional<double> maxConcurrency;   ///< vLLM's "Maximum concurrency" at max-model-len
+    /// The KV layout per token as this engine build allocates it, when the engine knows it better
+    /// than kvcache.h kvLayout (llama.cpp: an MLA layer cached per head before PR #12801, the
+    /// latent K and V until PR #19067; V rows of n_embd_v_gqa_max without flash attention): the
+    /// plan's capacity (max users, max context, resident tokens, the verdict) and its
+    /// kv_bytes_per_token are then priced from it, the draft model's layout added, so that they
+    /// and the engine's KV figure come from one number. Absent: the planner's layout stands.
+    std::optional<KvLayout> kvLayout;
     std::vector<EngineFigure> figures;      ///< the engine's own printed figures
     std::vector<EngineRefusal> refusals;    ///< would not start (FitLimit::EngineRefusesToStart); format/KV refusals come from compatibility()
     std::vector<std::string> notes;

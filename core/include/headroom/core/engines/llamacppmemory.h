@@ -98,6 +98,13 @@ struct KvCacheBill {
 /// The KV cache of @p arch under @p settings on one device (all layers).
 KvCacheBill kvCache(const Architecture& arch, const ContextSettings& settings);
 
+/// The same per token (kvcache.h KvLayout, all layers): the K + V row bytes of each attention
+/// layer as kvCache allocates them (the MLA rows of settings.mlaCache, V rows of n_embd_v_gqa_max
+/// without flash attention), sliding-window layers apart unless --swa-full keeps every cell for
+/// them, and the R + S state (f32) per sequence of the recurrent layers. kvCache(...).fullBytes =
+/// fullBytesPerToken x cells x streams.
+KvLayout kvLayoutPerToken(const Architecture& arch, const ContextSettings& settings);
+
 /// The same, layer by layer (K + V bytes of layer i at index i, R + S bytes for a recurrent layer;
 /// 0 for a layer without a cache):
 /// where each layer's cache lives follows its layer (llamacppoffload.h).
