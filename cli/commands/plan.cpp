@@ -161,7 +161,7 @@ void printPlan(const PlanResult& p, const PlanRequest& r, std::ostream& out)
     if (p.modelContextTokens > 0)
         cap.addRow({"model's trained context", tokens(p.modelContextTokens)});
     cap.addRow({"asked", users(p.users) + " x " + tokens(p.contextTokens) + " tokens"});
-    cap.addRow({"verdict", fitStateLabel(v.state)});
+    cap.addRow({"verdict", verdictLabel(p)});
     // A partial plan's placement, as the app's indicator shows it: partial, or the CPU alone.
     if (v.state == FitState::PartialOffload)
         cap.addRow({"placement", placementLabel(placementOf(p))});

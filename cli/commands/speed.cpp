@@ -33,6 +33,19 @@ struct SpeedOptions {
     double outputSigma = 1.06;
 };
 
+// A split over several GPUs: each device's share of the step at its own bandwidth (splitspeed.h:
+// the devices run one after the other), ": CUDA0 13.0 ms at 936 GB/s, CUDA1 17.5 ms at 360 GB/s".
+std::string splitDevicesText(const SplitDecode& d)
+{
+    if (d.speed.devicesMs.size() < 2 || d.devicesBandwidthGBps.size() != d.speed.devicesMs.size())
+        return "";
+    std::string out;
+    for (std::size_t n = 0; n < d.speed.devicesMs.size(); ++n)
+        out += (n ? ", CUDA" : ": CUDA") + std::to_string(n) + " " + formatFixed(d.speed.devicesMs[n], 1) + " ms at "
+               + formatFixed(d.devicesBandwidthGBps[n], 0) + " GB/s";
+    return out;
+}
+
 void printRoofline(const PlanResult& p)
 {
     const SpeedSummary& s = *p.speed;
@@ -60,7 +73,7 @@ void printRoofline(const PlanResult& p)
     if (s.split)
         std::cout << "  layer split: " << s.split->gpuLayers << " of " << s.split->totalLayers << " layers on the GPU: about "
                   << formatFixed(s.split->speed.tokensPerSecond, 1) << " tokens/s for one sequence (GPU " << formatFixed(s.split->speed.gpuMs, 1)
-                  << " ms, host " << formatFixed(s.split->speed.hostMs, 1) << " ms at " << formatFixed(s.split->hostBandwidthGBps, 1) << " GB/s"
+                  << " ms" << splitDevicesText(*s.split) << ", host " << formatFixed(s.split->speed.hostMs, 1) << " ms at " << formatFixed(s.split->hostBandwidthGBps, 1) << " GB/s"
                   << (s.split->hostBandwidthAssumed ? " assumed" : "") << ", PCIe " << formatFixed(s.split->speed.linkMs, 2)
                   << " ms a token; the table and TPOT above are the split's, memory-bound)\n";
     if (p.maxUsers)

@@ -429,13 +429,17 @@ private:
     // (ggml/src/ggml-cuda/ggml-cuda.cu ggml_backend_cuda_device_offload_op, min_batch_size 32;
     // ggml-backend.cpp ggml_backend_sched_split_graph), so TTFT adds ceil(context / n_ubatch)
     // copies of the host weights at the link's bandwidth to the all-on-GPU compute roofline.
-    void splitBatchFigures(const SplitSide& gpu, const SplitSide& host, std::uint32_t crossings, Bytes activation)
+    void splitBatchFigures(const std::vector<SplitSide>& gpus, const SplitSide& host, std::uint32_t crossings, Bytes activation)
     {
         SpeedSummary& s = *m_out.speed;
+        const auto scaled = [](const SplitSide& side, std::uint64_t batch) {
+            return SplitSide{side.weightsBytes, side.expertBytes, Bytes{side.kvBytes.value * batch}, side.bandwidthGBps};
+        };
         const auto stepOf = [&](std::uint64_t batch) {
-            const SplitSide g{gpu.weightsBytes, gpu.expertBytes, Bytes{gpu.kvBytes.value * batch}, gpu.bandwidthGBps};
-            const SplitSide h{host.weightsBytes, host.expertBytes, Bytes{host.kvBytes.value * batch}, host.bandwidthGBps};
-            return splitDecodeSpeed(g, h, m_arch.moe.expertCount, m_arch.moe.expertsPerToken, crossings,
+            std::vector<SplitSide> g;
+            for (const SplitSide& d : gpus)
+                g.push_back(scaled(d, batch));
+            return splitDecodeSpeed(g, scaled(host, batch), m_arch.moe.expertCount, m_arch.moe.expertsPerToken, crossings,
                                     Bytes{activation.value * batch}).stepMs;
         };
         for (SpeedPoint& pt : s.curve) {
@@ -454,16 +458,20 @@ private:
     }
 
     // A layer split (the engine's split_* figures, llama.cpp/Ollama): one sequence's decode step
-    // over the GPU at the card's bandwidth and the host at --host-bandwidth (speed/splitspeed.h).
+    // over the GPU(s) and the host at --host-bandwidth (speed/splitspeed.h). Over several cards
+    // (-c A -c B, the engine's per-device figures cudaN_weights_bytes / cudaN_kv_buffer_bytes /
+    // cudaN_expert_bytes) each device is priced at its own card's bandwidth and the devices add up,
+    // one after the other (splitspeed.h: llama.cpp --split-mode layer runs them in sequence for a
+    // token); a measured bandwidth (--calibration) is the first card's.
     void estimateSplitSpeed(double gpuBandwidth)
     {
-        const auto figure = [&](const char* name) -> std::optional<double> {
+        const auto figure = [&](const std::string& name) -> std::optional<double> {
             for (const EngineFigure& f : m_out.engineFigures)
                 if (f.name == name)
                     return f.value;
             return std::nullopt;
         };
-        const auto bytes = [&](const char* name) { return Bytes{static_cast<std::uint64_t>(figure(name).value_or(0))}; };
+        const auto bytes = [&](const std::string& name) { return Bytes{static_cast<std::uint64_t>(figure(name).value_or(0))}; };
         const auto layers = figure("offload_gpu_layers");
         if (!figure("split_gpu_weights_bytes") || !layers)
             return;
@@ -475,22 +483,44 @@ private:
         // The split_*_kv_bytes figures are each side's whole KV buffer (every user's cells); one
         // sequence's step attends over its own cells, a users-th of it.
         const std::uint64_t users = std::max<std::uint64_t>(m_out.speed->users, 1);
-        const SplitSide gpu{bytes("split_gpu_weights_bytes"), bytes("split_gpu_expert_bytes"),
-                            Bytes{bytes("split_gpu_kv_bytes").value / users}, gpuBandwidth};
+        std::vector<SplitSide> gpus;
+        for (std::size_t n = 0; !m_r.moreGpus.empty() && n <= m_r.moreGpus.size(); ++n) {
+            const std::string id = "cuda" + std::to_string(n);
+            if (!figure(id + "_weights_bytes"))
+                break;
+            gpus.push_back({bytes(id + "_weights_bytes"), bytes(id + "_expert_bytes"),
+                            Bytes{bytes(id + "_kv_buffer_bytes").value / users},
+                            n == 0 ? gpuBandwidth : m_r.moreGpus[n - 1].card.bandwidthGBps});
+        }
+        if (gpus.size() < 2) {
+            gpus.assign(1, SplitSide{bytes("split_gpu_weights_bytes"), bytes("split_gpu_expert_bytes"),
+                                     Bytes{bytes("split_gpu_kv_bytes").value / users}, gpuBandwidth});
+        }
         const SplitSide host{bytes("split_host_weights_bytes"), bytes("split_host_expert_bytes"),
                              Bytes{bytes("split_host_kv_bytes").value / users}, d.hostBandwidthGBps};
         const auto crossings = static_cast<std::uint32_t>(figure("split_crossings").value_or(0));
         const Bytes activation{std::uint64_t{m_arch.hiddenSize} * 4};
-        d.speed = splitDecodeSpeed(gpu, host, m_arch.moe.expertCount, m_arch.moe.expertsPerToken, crossings, activation);
+        d.speed = splitDecodeSpeed(gpus, host, m_arch.moe.expertCount, m_arch.moe.expertsPerToken, crossings, activation);
+        for (const SplitSide& g : gpus)
+            d.devicesBandwidthGBps.push_back(g.bandwidthGBps);
         m_out.speed->decodeTokensPerSecond = d.speed.tokensPerSecond;
         m_out.speed->split = d;
-        splitBatchFigures(gpu, host, crossings, activation);
-        char line[240];
+        splitBatchFigures(gpus, host, crossings, activation);
+        std::string devices;
+        if (gpus.size() > 1) {
+            char one[64];
+            for (std::size_t n = 0; n < gpus.size(); ++n) {
+                std::snprintf(one, sizeof one, "%sCUDA%zu %.1f ms at %.0f GB/s", n ? ", " : ": ", n, d.speed.devicesMs[n],
+                              gpus[n].bandwidthGBps);
+                devices += one;
+            }
+        }
+        char line[400];
         std::snprintf(line, sizeof line,
-                      "split speed: %u of %u layers on the GPU: about %.1f tokens/s (GPU %.1f ms, host %.1f ms at %s%s, link %.2f ms a token)",
-                      d.gpuLayers, d.totalLayers, d.speed.tokensPerSecond, d.speed.gpuMs, d.speed.hostMs,
-                      hostBandwidthText(m_r.hostBandwidthGBps).c_str(), d.hostBandwidthAssumed ? ", --host-bandwidth to set" : "",
-                      d.speed.linkMs);
+                      "split speed: %u of %u layers on the GPU%s: about %.1f tokens/s (GPU %.1f ms%s, host %.1f ms at %s%s, link %.2f ms a token)",
+                      d.gpuLayers, d.totalLayers, gpus.size() > 1 ? "s" : "", d.speed.tokensPerSecond, d.speed.gpuMs,
+                      devices.c_str(), d.speed.hostMs, hostBandwidthText(m_r.hostBandwidthGBps).c_str(),
+                      d.hostBandwidthAssumed ? ", --host-bandwidth to set" : "", d.speed.linkMs);
         m_out.notes.push_back(line);
     }
 

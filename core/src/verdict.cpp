@@ -384,7 +384,10 @@ Verdict decideVerdict(const PlanRequest& request, const PlanResult& plan)
             return doesNotFit(v, FitLimit::HostMemory, "host " + comparison(host, *request.hostMemoryBytes),
                               split->reason + ": more than the " + formatBytes(*request.hostMemoryBytes) + " of host memory (--host-ram)");
         // The host-only card: the whole model on the CPU by choice, not because the weights miss a GPU.
-        Verdict partial = plan.hostOnly ? with(v, FitState::PartialOffload, FitLimit::None, split->cell, split->reason)
+        // So is --offload none (-ngl 0) asked on a GPU card: no layer on the GPU because the user
+        // said so, not because the weights miss it; no limit binds.
+        const bool cpuByChoice = plan.hostOnly || (request.gpuLayers && *request.gpuLayers == 0);
+        Verdict partial = cpuByChoice ? with(v, FitState::PartialOffload, FitLimit::None, split->cell, split->reason)
                                         : with(v, FitState::PartialOffload, FitLimit::Weights, split->cell,
                                                "partial offload: " + split->reason);
         // The split holds the context the engine placed it for (splitbill.h: per sequence, the
@@ -441,6 +444,13 @@ Placement placementOf(const PlanResult& plan)
         return Placement::CpuOnly;
     const EngineFigure* gpu = engineFigure(plan, "offload_gpu_layers");
     return gpu && gpu->value < 1 ? Placement::CpuOnly : Placement::Partial;
+}
+
+std::string verdictLabel(const PlanResult& plan)
+{
+    if (plan.verdict.state == FitState::PartialOffload && placementOf(plan) == Placement::CpuOnly)
+        return placementLabel(Placement::CpuOnly);
+    return fitStateLabel(plan.verdict.state);
 }
 
 std::string placementLabel(Placement placement)

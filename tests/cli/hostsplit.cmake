@@ -27,7 +27,7 @@ set_tests_properties(cli_table_host_tensors PROPERTIES LABELS cli
 # The host-only card: Qwen2.5-7B Q4_K_M on the CPU, every buffer the CPU's.
 add_test(NAME cli_plan_cpu COMMAND ${_cli} plan -m qwen2.5-7b -w q4_k_m -c cpu --engine llama.cpp)
 set_tests_properties(cli_plan_cpu PROPERTIES LABELS cli
-  PASS_REGULAR_EXPRESSION "no GPU: all 29 layers on the CPU.*CPU_Mapped model buffer size = 4460\\.45 MiB.*CPU KV buffer size = 1792\\.00 MiB.*verdict +partial offload\n +placement +CPU only\n.*CPU only: no GPU, all 29 layers on the host, 9\\.32 GiB in host memory"
+  PASS_REGULAR_EXPRESSION "no GPU: all 29 layers on the CPU.*CPU_Mapped model buffer size = 4460\\.45 MiB.*CPU KV buffer size = 1792\\.00 MiB.*verdict +CPU only\n +placement +CPU only\n.*CPU only: no GPU, all 29 layers on the host, 9\\.32 GiB in host memory"
   FAIL_REGULAR_EXPRESSION "CUDA|cuda_context|fit_margin")
 add_test(NAME cli_plan_cpu_host_ram COMMAND ${_cli} plan -m qwen2.5-7b -w q4_k_m -c cpu --engine llama.cpp --host-ram 8GiB)
 set_tests_properties(cli_plan_cpu_host_ram PROPERTIES LABELS cli
@@ -48,6 +48,12 @@ set_tests_properties(cli_error_cpu_offload PROPERTIES LABELS cli PASS_REGULAR_EX
 add_test(NAME cli_plan_offload_none_gpu COMMAND ${_cli} plan -m qwen2.5-7b -w q4_k_m -c rtx-4060 --engine llama.cpp --offload none)
 set_tests_properties(cli_plan_offload_none_gpu PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "offloaded 0/29 layers to GPU" FAIL_REGULAR_EXPRESSION "CUDA0 (model|KV) buffer")
+# Its verdict is the CPU-only state, as the placement says, and nothing binds: the user chose it
+# (issue 11 review, S2: "verdict partial offload" beside "placement CPU only" before).
+add_test(NAME cli_plan_offload_none_verdict COMMAND ${_cli} plan -m qwen2.5-7b -w q4_k_m -c rtx-4060 --engine llama.cpp --offload none)
+set_tests_properties(cli_plan_offload_none_verdict PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "verdict +CPU only\n +placement +CPU only\n +[^\n]+\n  CPU only \\(0/29 layers on the GPU\\)"
+  FAIL_REGULAR_EXPRESSION "partial offload|binding limit")
 add_test(NAME cli_flags_host_experts_gpu_over COMMAND ${_cli} flags -m qwen3-30b-a3b -w q4_k -c rtx-4060 --engine llama.cpp --offload 99 --set n-cpu-moe=20)
 set_tests_properties(cli_flags_host_experts_gpu_over PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "^# nothing to launch: .*--n-cpu-moe 20 puts 12\\.84 GiB on the GPU")
 # The report prints the same verdict and the host's bill alone (no device bill) for the host-only card.

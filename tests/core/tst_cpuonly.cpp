@@ -94,6 +94,7 @@ TEST_CASE("cpu only: llama.cpp Qwen2.5-7B Q4_K_M on the host, every buffer the C
     REQUIRE(p->verdict.state == FitState::PartialOffload);
     CHECK(placementOf(*p) == Placement::CpuOnly);
     CHECK(p->verdict.limit == FitLimit::None);
+    CHECK(verdictLabel(*p) == "CPU only");
     CHECK(p->verdict.detail == "CPU only: " + formatBytes(b.hostBytes()) + " RAM");
     CHECK(p->verdict.reason.rfind("CPU only: no GPU, all 29 layers on the host, ", 0) == 0);
     CHECK(static_cast<double>(b.hostBytes().value) / static_cast<double>(kGiB) == Approx(9.32).margin(0.01));
@@ -160,4 +161,9 @@ TEST_CASE("cpu only: --offload none on a GPU card keeps no model or KV buffer on
         CHECK(f.printed.find("CUDA0 KV buffer") == std::string::npos);
     }
     CHECK(placementOf(*p) == Placement::CpuOnly);
+    // The verdict reads as the CPU-only state, and no limit binds: -ngl 0 was asked (issue 11
+    // review, S2: "partial offload", the weights binding, before).
+    CHECK(verdictLabel(*p) == "CPU only");
+    CHECK(p->verdict.limit == FitLimit::None);
+    CHECK(p->verdict.reason.rfind("CPU only (0/29 layers on the GPU), ", 0) == 0);
 }

@@ -37,7 +37,7 @@ TEST_CASE("split decode step: bytes over each side's bandwidth, plus the link", 
     CHECK(s.linkMs == Approx(2 * 16'384 / 31.5e9 * 1e3));
     CHECK(s.tokensPerSecond == Approx(1000.0 / (60.0 + s.linkMs)));
     // A MoE host side reads only the experts a token routes to: 8 of 128.
-    const SplitSpeed moe = splitDecodeSpeed({}, {Bytes{16'000'000'000}, Bytes{16'000'000'000}, {}, 50}, 128, 8, 1, Bytes{8192});
+    const SplitSpeed moe = splitDecodeSpeed(SplitSide{}, {Bytes{16'000'000'000}, Bytes{16'000'000'000}, {}, 50}, 128, 8, 1, Bytes{8192});
     CHECK(moe.hostMs == Approx(16e9 * 8.0 / 128.0 / 50e9 * 1e3));
     // Bytes with no bandwidth: no answer.
     CHECK(splitDecodeSpeed({Bytes{1}, {}, {}, 0}, {}, 0, 0, 0, {}).tokensPerSecond == 0);
@@ -112,4 +112,89 @@ TEST_CASE("split speed of a plan against a public llama.cpp measurement", "[spee
             hostWeights = f.value;
     REQUIRE(hostWeights > 1.1e9);
     CHECK(s.ttftMs > 8 * hostWeights / (kPcie4x16GBps * 1e9) * 1000.0);
+}
+
+TEST_CASE("split decode step over several GPUs: each device's bytes at its own bandwidth, in sequence", "[speed][split]")
+{
+    // 12 GB at 900 GB/s (13.33 ms) then 6 GB at 360 GB/s (16.67 ms): llama.cpp's layer split runs
+    // the devices one after the other for a token (splitspeed.h), so 30 ms, not 18 GB at 900 GB/s (20 ms).
+    const SplitSpeed s = splitDecodeSpeed(std::vector<SplitSide>{{Bytes{12'000'000'000}, {}, {}, 900},
+                                                                 {Bytes{6'000'000'000}, {}, {}, 360}},
+                                          SplitSide{}, 0, 0, 2, Bytes{20'480});
+    REQUIRE(s.devicesMs.size() == 2);
+    CHECK(s.devicesMs[0] == Approx(13.333).epsilon(1e-3));
+    CHECK(s.devicesMs[1] == Approx(16.667).epsilon(1e-3));
+    CHECK(s.gpuMs == Approx(30.0).epsilon(1e-3));
+    CHECK(s.hostMs == 0);
+    CHECK(s.stepMs == Approx(30.0 + s.linkMs));
+    // A device with bytes and no bandwidth: no answer.
+    CHECK(splitDecodeSpeed(std::vector<SplitSide>{{Bytes{1}, {}, {}, 900}, {Bytes{1}, {}, {}, 0}}, SplitSide{}, 0, 0, 0, {})
+              .tokensPerSecond == 0);
+}
+
+TEST_CASE("split speed of a plan over an RTX 3090 and an RTX 3060: each card at its own bandwidth", "[speed][split][engines]")
+{
+    // Issue 11 review (S1): qwen2.5-32b q4_k_m, -ts 24,12, one user at 4,096 tokens. The layers
+    // split 2:1 between the cards (CUDA0 ~12.2 GB, CUDA1 ~6.3 GB with the output layer); the step
+    // reads each card's share at its own bandwidth (936 and 360 GB/s, the profiles' datasheet
+    // figures): about 13 + 17.5 ms, not the 18.5 GB at the 3090's 936 GB/s (~20 ms) it was.
+    auto set = loadProfiles(test::sourcePath("profiles"));
+    REQUIRE(set);
+    PlanRequest r;
+    auto m = resolveModel("qwen2.5-32b", *set);
+    REQUIRE(m);
+    r.model = *m;
+    r.format = *resolveFormat("q4_k_m", r.model);
+    r.kvDtype = *findKvDtype("fp16");
+    auto a = resolveCard("rtx-3090", *set);
+    auto b = resolveCard("rtx-3060-12gb", *set);
+    REQUIRE(a);
+    REQUIRE(b);
+    r.card = *a;
+    r.moreGpus.push_back({*b, std::nullopt});
+    r.engine = *resolveEngine("llama.cpp", *set);
+    r.engineSettings.push_back({"tensor-split", "24,12"});
+    r.contextTokens = 4096;
+    r.users = 1;
+    const auto p = makePlan(r);
+    REQUIRE(p);
+    REQUIRE(p->speed);
+    REQUIRE(p->speed->split);
+    const SplitDecode& d = *p->speed->split;
+    double w0 = 0, w1 = 0, kv0 = 0, kv1 = 0;
+    for (const EngineFigure& f : p->engineFigures) {
+        w0 = f.name == "cuda0_weights_bytes" ? f.value : w0;
+        w1 = f.name == "cuda1_weights_bytes" ? f.value : w1;
+        kv0 = f.name == "cuda0_kv_buffer_bytes" ? f.value : kv0;
+        kv1 = f.name == "cuda1_kv_buffer_bytes" ? f.value : kv1;
+    }
+    // The engine's per-device lines: "CUDA0 model buffer size = 12233.55 MiB", "CUDA1 ... = 6274.80 MiB"
+    // (44 and 21 layers, the output layer on CUDA1), KV 704 and 320 MiB.
+    CHECK(w0 / kMiB == Approx(12233.55).epsilon(1e-4));
+    CHECK(w1 / kMiB == Approx(6274.80).epsilon(1e-4));
+    CHECK(kv0 / kMiB == Approx(704.0).epsilon(1e-4));
+    CHECK(kv1 / kMiB == Approx(320.0).epsilon(1e-4));
+    REQUIRE(d.speed.devicesMs.size() == 2);
+    REQUIRE(d.devicesBandwidthGBps.size() == 2);
+    CHECK(d.devicesBandwidthGBps[0] == Approx(936));
+    CHECK(d.devicesBandwidthGBps[1] == Approx(360));
+    // Each device: its weights and the one sequence's KV on it at its own bandwidth: 14.5 + 19.2 ms.
+    CHECK(d.speed.devicesMs[0] == Approx((w0 + kv0) / 936e9 * 1e3).epsilon(1e-6));
+    CHECK(d.speed.devicesMs[1] == Approx((w1 + kv1) / 360e9 * 1e3).epsilon(1e-6));
+    CHECK(d.speed.devicesMs[0] == Approx(14.5).epsilon(0.01));
+    CHECK(d.speed.devicesMs[1] == Approx(19.2).epsilon(0.01));
+    CHECK(d.speed.gpuMs == Approx(d.speed.devicesMs[0] + d.speed.devicesMs[1]));
+    // The link: two crossings (token_embd's row on the host -> CUDA0 -> CUDA1), microseconds beside 33.7 ms.
+    CHECK(d.speed.stepMs == Approx(33.7).epsilon(0.01));
+    CHECK(d.speed.tokensPerSecond == Approx(29.7).epsilon(0.01)); // 45.7 tokens/s before (all at 936 GB/s)
+    // One answer: the headline, batch 1 of the curve and TPOT are that step; the note says it.
+    CHECK(p->speed->decodeTokensPerSecond == Approx(d.speed.tokensPerSecond));
+    REQUIRE_FALSE(p->speed->curve.empty());
+    CHECK(p->speed->curve.front().stepMs == Approx(d.speed.stepMs).epsilon(1e-9));
+    CHECK(p->speed->tpotMs == Approx(d.speed.stepMs).epsilon(1e-9));
+    bool noted = false;
+    for (const std::string& n : p->notes)
+        noted = noted || (n.rfind("split speed:", 0) == 0 && n.find("CUDA1 ") != std::string::npos
+                          && n.find("at 360 GB/s") != std::string::npos);
+    CHECK(noted);
 }

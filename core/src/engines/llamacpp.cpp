@@ -617,7 +617,7 @@ private:
 
     // With --tensor-split: each GPU's load_tensors / llama_kv_cache line ("CUDA1 model buffer size",
     // "CUDA1 KV buffer size") and its layers, as figures cudaN_weights_bytes, cudaN_kv_buffer_bytes,
-    // cudaN_layers.
+    // cudaN_layers, and its routed experts cudaN_expert_bytes (the split's speed, plan.cpp).
     static void devicesFigures(const llamacpp::OffloadBill& bill, EngineBill& b)
     {
         if (bill.devices.size() < 2)
@@ -633,6 +633,8 @@ private:
                                  "load_tensors: " + dev + " model buffer size = " + mib(side.weightsBytes), src});
             b.figures.push_back({id + "_kv_buffer_bytes", static_cast<double>(side.kvBytes.value), "bytes",
                                  "llama_kv_cache: " + dev + " KV buffer size = " + mib(side.kvBytes), src});
+            // not a printed line: its routed experts, for the split's decode step (speed/splitspeed.h)
+            b.figures.push_back({id + "_expert_bytes", static_cast<double>(side.expertBytes.value), "bytes", "", src});
             b.figures.push_back({id + "_compute_buffer_bytes", static_cast<double>(side.computeBytes.value), "bytes",
                                  "sched_reserve: " + dev + " compute buffer size = " + mib(side.computeBytes)
                                      + (bill.pipelineCopies > 1 ? " (its reserve graph and " + std::to_string(bill.pipelineCopies) + " copies of the inputs it receives: pipeline parallelism)" : std::string(" (estimate: one device's reserve graph, logits on the output layer's GPU)")),

@@ -66,12 +66,25 @@ tl::expected<double, std::string> parseHostBandwidth(const std::string& spec)
 SplitSpeed splitDecodeSpeed(const SplitSide& gpu, const SplitSide& host, std::uint32_t expertCount,
                             std::uint32_t expertsPerToken, std::uint32_t crossings, Bytes activationBytes, double linkGBps)
 {
+    return splitDecodeSpeed(std::vector<SplitSide>{gpu}, host, expertCount, expertsPerToken, crossings, activationBytes, linkGBps);
+}
+
+SplitSpeed splitDecodeSpeed(const std::vector<SplitSide>& gpus, const SplitSide& host, std::uint32_t expertCount,
+                            std::uint32_t expertsPerToken, std::uint32_t crossings, Bytes activationBytes, double linkGBps)
+{
     const double fraction = expertCount > 0 ? expertsTouchedFraction(expertCount, expertsPerToken, 1) : 1.0;
     SplitSpeed out;
-    out.gpuMs = sideMs(gpu, fraction);
+    bool unknown = false;
+    for (const SplitSide& g : gpus) {
+        const double ms = sideMs(g, fraction);
+        unknown = unknown || ms < 0;
+        out.devicesMs.push_back(std::max(ms, 0.0));
+        out.gpuMs += std::max(ms, 0.0);
+    }
     out.hostMs = sideMs(host, fraction);
-    if (out.gpuMs < 0 || out.hostMs < 0) {
+    if (unknown || out.hostMs < 0) {
         out.gpuMs = out.hostMs = 0;
+        out.devicesMs.assign(gpus.size(), 0.0);
         return out;
     }
     if (crossings > 0 && linkGBps > 0)

@@ -154,6 +154,12 @@ Placement placementOf(const PlanResult& plan);
 /// "full GPU", "partial", "CPU only", "too large".
 std::string placementLabel(Placement placement);
 
+/// The verdict of @p plan in words: fitStateLabel() of its state, except a split with no layer on
+/// a GPU (Placement::CpuOnly: the card cpu, --offload none / -ngl 0), whose verdict reads "CPU only",
+/// the state its placement names, not "partial offload" (issue 11 review, S2). The JSON state id
+/// stays fitStateId()'s "partial_offload" (a stable id; the placement says CPU only).
+std::string verdictLabel(const PlanResult& plan);
+
 /// Decides the verdict of a priced plan. Order: an engine refusal of the format or KV dtype; the
 /// weights, then weights plus overheads, against the usable memory; the KV room against the
 /// engine's minimum; an engine's refusal to start; then the question (users x context) against the

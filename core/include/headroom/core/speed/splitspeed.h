@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace headroom {
 
@@ -46,6 +47,7 @@ struct SplitSpeed {
     double hostMs = 0;         ///< the host layers' share
     double linkMs = 0;         ///< the hidden state over the link
     double stepMs = 0;         ///< the sum
+    std::vector<double> devicesMs; ///< each GPU's share, in device order (CUDA0, CUDA1, ...): gpuMs is their sum
     double tokensPerSecond = 0;///< 1000 / stepMs (0 when a bandwidth is unknown)
 };
 
@@ -56,12 +58,25 @@ SplitSpeed splitDecodeSpeed(const SplitSide& gpu, const SplitSide& host, std::ui
                             std::uint32_t expertsPerToken, std::uint32_t crossings, Bytes activationBytes,
                             double linkGBps = kPcie4x16GBps);
 
+/// The same over several GPUs in a layer split (llama.cpp --split-mode layer, the default): each
+/// device holds a run of layers and, for one token, the devices run one after the other: the
+/// scheduler computes the graph's splits in order, each split's inputs copied from the previous
+/// device before it starts (ggml/src/ggml-backend.cpp ggml_backend_sched_compute_splits; pipeline
+/// parallelism, n_copies > 1, overlaps only different micro-batches of a prefill, not one decode
+/// token). So the GPU share is the sum over @p gpus of (that device's weights + KV) / its own
+/// bandwidth, not the pooled bytes at the first card's; @p crossings counts every device change
+/// (host -> CUDA0 -> CUDA1 -> ...), GPU to GPU included. @p gpus empty: the host side alone.
+SplitSpeed splitDecodeSpeed(const std::vector<SplitSide>& gpus, const SplitSide& host, std::uint32_t expertCount,
+                            std::uint32_t expertsPerToken, std::uint32_t crossings, Bytes activationBytes,
+                            double linkGBps = kPcie4x16GBps);
+
 /// The split of a plan and its decode speed: "28 of 33 layers on the GPU: about N tokens/s".
 struct SplitDecode {
     std::uint32_t gpuLayers = 0;     ///< layers on the GPU(s), llama.cpp's count (output layer included)
     std::uint32_t totalLayers = 0;   ///< n_layer + 1
     double hostBandwidthGBps = 0;    ///< what the host side was priced at
     bool hostBandwidthAssumed = true;///< no --host-bandwidth: kDefaultHostBandwidthGBps
+    std::vector<double> devicesBandwidthGBps; ///< each GPU's bandwidth as priced (speed.devicesMs's order)
     SplitSpeed speed;
 };
 
