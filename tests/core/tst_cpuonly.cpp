@@ -3,6 +3,7 @@
 // output buffers), judged against --host-ram; the engines Headroom plans on a GPU only refuse it.
 // Before (review of issue 11, S1), `-c cpu` was an unknown card.
 #include "fixtures.h"
+#include "planfigure.h"
 
 #include "headroom/core/launchflags.h"
 #include "headroom/core/plan.h"
@@ -35,15 +36,6 @@ PlanRequest cpuRequest(const char* model, const char* format, const char* engine
     r.users = 4;
     r.contextTokens = 8192;
     return r;
-}
-
-double figure(const PlanResult& p, const std::string& name)
-{
-    for (const EngineFigure& f : p.engineFigures)
-        if (f.name == name)
-            return f.value;
-    FAIL("no figure " << name);
-    return 0;
 }
 
 } // namespace
@@ -81,15 +73,15 @@ TEST_CASE("cpu only: llama.cpp Qwen2.5-7B Q4_K_M on the host, every buffer the C
     CHECK(b.totalLayers == 29);
     CHECK(b.gpu.empty());
     // The whole file is mapped (every tensor on the CPU): the plan's 4,677,120,000 B of weights.
-    CHECK(figure(*p, "host_weights_bytes") == Approx(static_cast<double>(p->weightsBytes.value)).margin(0.5));
+    CHECK(testfixtures::engineFigure(*p, "host_weights_bytes") == Approx(static_cast<double>(p->weightsBytes.value)).margin(0.5));
     CHECK(p->weightsBytes.value == 4677120000);
     // Every layer's KV on the CPU: 28 x 2 x 4 x 128 x 2 B x 32,768 cells = 1,792 MiB.
     CHECK(b.hostKvBytes.value == 28ull * 2 * 4 * 128 * 2 * 32768);
-    CHECK(figure(*p, "gpu_kv_buffer_bytes") == 0);
-    CHECK(figure(*p, "gpu_weights_bytes") == 0);
+    CHECK(testfixtures::engineFigure(*p, "gpu_kv_buffer_bytes") == 0);
+    CHECK(testfixtures::engineFigure(*p, "gpu_weights_bytes") == 0);
     // The Q4_K matrices get their AVX2 repack copy besides the mapped pages (less than the file).
-    CHECK(figure(*p, "host_repack_bytes") > 0);
-    CHECK(figure(*p, "host_repack_bytes") < static_cast<double>(p->weightsBytes.value));
+    CHECK(testfixtures::engineFigure(*p, "host_repack_bytes") > 0);
+    CHECK(testfixtures::engineFigure(*p, "host_repack_bytes") < static_cast<double>(p->weightsBytes.value));
     // The verdict: CPU only, the host's bill named; no limit binds.
     REQUIRE(p->verdict.state == FitState::PartialOffload);
     CHECK(placementOf(*p) == Placement::CpuOnly);
@@ -150,8 +142,8 @@ TEST_CASE("cpu only: --offload none on a GPU card keeps no model or KV buffer on
     const auto p = makePlan(r);
     REQUIRE(p);
     CHECK_FALSE(p->hostOnly);
-    CHECK(figure(*p, "gpu_weights_bytes") == 0);
-    CHECK(figure(*p, "gpu_kv_buffer_bytes") == 0);
+    CHECK(testfixtures::engineFigure(*p, "gpu_weights_bytes") == 0);
+    CHECK(testfixtures::engineFigure(*p, "gpu_kv_buffer_bytes") == 0);
     // llama.cpp prints no CUDA0 model or KV buffer line at -ngl 0 (it allocates none); its CUDA0
     // compute buffer stays (ggml-org/ci ggml-4-x86-cuda-v100, build 3854: -ngl 0, "CUDA0 compute
     // buffer size = 16.28 MiB").

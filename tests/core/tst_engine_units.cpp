@@ -3,6 +3,7 @@
 
 #include "archfixtures.h"
 #include "fixtures.h"
+#include "planfigure.h"
 
 #include "headroom/core/enginerules.h"
 #include "headroom/core/plan.h"
@@ -61,15 +62,6 @@ double setting(const PlanResult& p, const std::string& key)
     return 0;
 }
 
-double figure(const PlanResult& p, const std::string& name)
-{
-    for (const EngineFigure& f : p.engineFigures)
-        if (f.name == name)
-            return f.value;
-    FAIL("no figure " << name);
-    return 0;
-}
-
 std::uint64_t item(const std::vector<OverheadItem>& items, const std::string& name)
 {
     for (const OverheadItem& i : items)
@@ -112,7 +104,7 @@ TEST_CASE("SGLang: mem_fraction_static of the memory free at start-up, by versio
         - item(p.overheads, "load_overhead");
     const std::uint64_t cell = p.kvBytesPerToken.value;
     CHECK(cell == 131'072);
-    CHECK(figure(p, "max_total_num_tokens") == static_cast<double>(rest / cell));
+    CHECK(testfixtures::engineFigure(p, "max_total_num_tokens") == static_cast<double>(rest / cell));
     CHECK(p.maxResidentTokens == rest / cell);
 
     // Memory other processes hold (--used 2 GiB) is not free at start-up: outside the pool and the slack.
@@ -143,7 +135,7 @@ TEST_CASE("SGLang: mem_fraction_static of the memory free at start-up, by versio
 
     // page-size rounds the pool down to whole pages; max-total-tokens caps it.
     const PlanResult paged = plan(request(set, "sglang", {{"mem-fraction-static", "0.8"}, {"page-size", "64"}}));
-    CHECK(static_cast<std::uint64_t>(figure(paged, "max_total_num_tokens")) % 64 == 0);
+    CHECK(static_cast<std::uint64_t>(testfixtures::engineFigure(paged, "max_total_num_tokens")) % 64 == 0);
     CHECK(plan(request(set, "sglang", {{"max-total-tokens", "1000"}})).maxResidentTokens == 1000);
 }
 
@@ -170,7 +162,7 @@ TEST_CASE("TGI: the wiggle room of the free memory after warm-up (2.x), of the t
     const std::uint64_t kv3 = freeAfter - (kCard - static_cast<std::uint64_t>(std::floor(static_cast<double>(kCard) * 0.90)));
     CHECK(v2.kvBlocks == kv2 / block);
     CHECK(v3.kvBlocks == kv3 / block);
-    CHECK(figure(v3, "max_batch_total_tokens") == static_cast<double>(v3.kvBlocks * 16));
+    CHECK(testfixtures::engineFigure(v3, "max_batch_total_tokens") == static_cast<double>(v3.kvBlocks * 16));
     CHECK(v3.kvBlocks < v2.kvBlocks); // 10 % of the total is more than 10 % of what is left
     // The warm-up prefill prices its activations and its prefill_logprobs logits: from 2.4 the
     // log-softmax overwrites them (2 B a vocab entry), up to 2.3 it is a second copy (4 B); with
@@ -314,11 +306,11 @@ TEST_CASE("TensorRT-LLM: the build limits size the engine, the KV cache takes a 
     const auto kv = static_cast<std::uint64_t>(std::floor(static_cast<double>(kCard - spent) * 0.9));
     const std::uint64_t perToken = v13.kvBytesPerToken.value;
     CHECK(v13.kvBlocks == kv / (perToken * 64));
-    CHECK(figure(v13, "max_kv_tokens") == static_cast<double>(v13.kvBlocks * 64)); // 0.9 on: block-rounded
-    CHECK(figure(old, "max_kv_tokens") > figure(old, "kv_blocks") * 64 - 64);       // 0.8 and before: unrounded
+    CHECK(testfixtures::engineFigure(v13, "max_kv_tokens") == static_cast<double>(v13.kvBlocks * 64)); // 0.9 on: block-rounded
+    CHECK(testfixtures::engineFigure(old, "max_kv_tokens") > testfixtures::engineFigure(old, "kv_blocks") * 64 - 64);       // 0.8 and before: unrounded
     CHECK(item(v13.overheads, "logits_buffer") == 25ull * 128'256 * 4);
     // max_tokens caps the cache.
-    CHECK(figure(plan(request(set, "tensorrt-llm", {{"max_tokens", "4096"}})), "max_kv_tokens") == 4096);
+    CHECK(testfixtures::engineFigure(plan(request(set, "tensorrt-llm", {{"max_tokens", "4096"}})), "max_kv_tokens") == 4096);
     // A tied output layer is stored twice.
     Architecture tied = test::llama31_8b();
     tied.tiedEmbeddings = true;

@@ -5,6 +5,7 @@
 // (review of issue 11, S1) such a plan was judged as a full-GPU one: "does not fit: weights 16.04 >
 // 6.79 GiB" for Qwen3-30B-A3B with --n-cpu-moe on an RTX 4060, a GPU-only verdict with -nkvo.
 #include "fixtures.h"
+#include "planfigure.h"
 
 #include "headroom/core/engines/llamacppoffload.h"
 #include "headroom/core/launchflags.h"
@@ -42,15 +43,6 @@ PlanRequest hostTensorsRequest(const char* model, const char* format)
     return r;
 }
 
-double figure(const PlanResult& p, const std::string& name)
-{
-    for (const EngineFigure& f : p.engineFigures)
-        if (f.name == name)
-            return f.value;
-    FAIL("no figure " << name);
-    return 0;
-}
-
 // Qwen3-30B-A3B's routed experts of one layer in q4_k: gate, up and down of 128 experts of
 // 768 x 2048 (config.json moe_intermediate_size, hidden_size), 144 B per 256 weights (Q4_K's block).
 constexpr std::uint64_t kQwen3ExpertsOfLayerBytes = 3ull * 128 * 768 * 2048 / 256 * 144; // 339,738,624 B = 324 MiB
@@ -81,11 +73,11 @@ TEST_CASE("host experts: --n-cpu-moe 48 with -ngl 99 is a partial plan, the expe
     CHECK(b.gpuBytes() <= p->usableBytes);
     // The GPU keeps the dense part: everything but the experts and token_embd (151,936 x 2,048 in
     // q4_k: 166.92 MiB), i.e. 17,218,297,856 - 16,307,453,952 - 175,030,272 B.
-    CHECK(static_cast<double>(figure(*p, "gpu_weights_bytes")) == Approx(17218297856.0 - 16307453952.0 - 175030272.0).margin(1e6));
+    CHECK(static_cast<double>(testfixtures::engineFigure(*p, "gpu_weights_bytes")) == Approx(17218297856.0 - 16307453952.0 - 175030272.0).margin(1e6));
     CHECK(static_cast<double>(b.gpuBytes().value) / static_cast<double>(kGiB) == Approx(4.27).margin(0.01));
     // The host: the mapped pages, the AVX2 repack copy of the q4_k experts (the experts alone are
     // repacked: 15,552 MiB), KV none, compute and output.
-    CHECK(static_cast<double>(figure(*p, "host_repack_bytes")) == Approx(static_cast<double>(48 * kQwen3ExpertsOfLayerBytes)).margin(1e6));
+    CHECK(static_cast<double>(testfixtures::engineFigure(*p, "host_repack_bytes")) == Approx(static_cast<double>(48 * kQwen3ExpertsOfLayerBytes)).margin(1e6));
     // The capacity is the split's own: 4 x 8,192 cells.
     CHECK(p->maxResidentTokens == 32768);
     CHECK(p->verdict.headline.value == 8192);
@@ -126,7 +118,7 @@ TEST_CASE("host KV: --no-kv-offload with every layer on the GPU is a partial pla
     CHECK(b.partial);
     // 28 layers x 2 x 4 KV heads x 128 x 2 B (f16) x 32,768 cells = 1,792 MiB, all of it on the host.
     CHECK(b.hostKvBytes.value == 28ull * 2 * 4 * 128 * 2 * 32768);
-    CHECK(figure(*p, "gpu_kv_buffer_bytes") == 0);
+    CHECK(testfixtures::engineFigure(*p, "gpu_kv_buffer_bytes") == 0);
     REQUIRE(p->verdict.state == FitState::PartialOffload);
     CHECK(p->verdict.detail == "partial: 29/29 layers, KV on CPU, " + formatBytes(b.hostBytes()) + " RAM");
     CHECK(static_cast<double>(b.hostBytes().value) / static_cast<double>(kGiB) == Approx(2.17).margin(0.01));
@@ -166,7 +158,7 @@ TEST_CASE("host experts: -ot patterns place the tensors they match, as --n-cpu-m
         r.engineSettings = std::move(settings);
         auto p = makePlan(r);
         REQUIRE(p);
-        return std::make_pair(figure(*p, "gpu_weights_bytes"), splitBill(*p).hostExpertBytes.value);
+        return std::make_pair(testfixtures::engineFigure(*p, "gpu_weights_bytes"), splitBill(*p).hostExpertBytes.value);
     };
     const auto all = sides({{"override-tensor", "exps=CPU"}});
     CHECK(all.second == 48 * kQwen3ExpertsOfLayerBytes);

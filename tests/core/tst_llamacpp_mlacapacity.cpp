@@ -3,6 +3,7 @@
 // engines/llamacpp.cpp mlaCacheOf) every MLA layer is cached per head, K n_head x (nope + rope) and
 // V n_head x v_head; since PR #19067 only the latent K (kv_lora_rank + rope) is kept.
 #include "fixtures.h"
+#include "planfigure.h"
 
 #include "headroom/core/plan.h"
 #include "headroom/core/profiles.h"
@@ -34,15 +35,6 @@ PlanRequest liteOn4090(const ProfileSet& set, const char* engine)
     return r;
 }
 
-double figureValue(const PlanResult& p, const std::string& name)
-{
-    for (const EngineFigure& f : p.engineFigures)
-        if (f.name == name)
-            return f.value;
-    FAIL("no figure " << name);
-    return 0;
-}
-
 } // namespace
 
 TEST_CASE("llama.cpp MLA capacity: b4000 caches per head (before PR #12801), a current build the latent K",
@@ -57,7 +49,7 @@ TEST_CASE("llama.cpp MLA capacity: b4000 caches per head (before PR #12801), a c
     REQUIRE(old);
     CHECK(old->kvBytesPerToken.value == 276'480);
     // The KV figure (-c 163,840 = 20 x 8,192 cells) is the same bytes per token: 43,200 MiB.
-    CHECK(figureValue(*old, "kv_buffer_bytes") == 276'480.0 * 163'840);
+    CHECK(testfixtures::engineFigure(*old, "kv_buffer_bytes") == 276'480.0 * 163'840);
     const std::uint64_t budget = old->kvBudgetBytes.value;
     REQUIRE(budget > 0);
     // Max users at 8,192 tokens: floor(budget / (8,192 x 276,480)); the 11.78 GiB budget holds 5.
@@ -73,7 +65,7 @@ TEST_CASE("llama.cpp MLA capacity: b4000 caches per head (before PR #12801), a c
     const auto now = makePlan(liteOn4090(*set, "llama.cpp"));
     REQUIRE(now);
     CHECK(now->kvBytesPerToken.value == 31'104);
-    CHECK(figureValue(*now, "kv_buffer_bytes") == 31'104.0 * 163'840);
+    CHECK(testfixtures::engineFigure(*now, "kv_buffer_bytes") == 31'104.0 * 163'840);
     REQUIRE(now->maxUsers);
     CHECK(*now->maxUsers == now->kvBudgetBytes.value / (8192ull * 31'104));
     CHECK(*now->maxUsers >= 40);
@@ -83,12 +75,12 @@ TEST_CASE("llama.cpp MLA capacity: b4000 caches per head (before PR #12801), a c
     const auto mid = makePlan(liteOn4090(*set, "llama.cpp@b6000"));
     REQUIRE(mid);
     CHECK(mid->kvBytesPerToken.value == 58'752);
-    CHECK(figureValue(*mid, "kv_buffer_bytes") == 58'752.0 * 163'840);
+    CHECK(testfixtures::engineFigure(*mid, "kv_buffer_bytes") == 58'752.0 * 163'840);
 
     // Ollama v0.12.11 to v0.29 bills its llama runner as llama.cpp b6840 (engines/ollama.cpp
     // ownLayoutPlan): the latent K and V, the same 58,752 B/token in the capacity and the KV figure.
     const auto runner = makePlan(liteOn4090(*set, "ollama@0.12.11"));
     REQUIRE(runner);
     CHECK(runner->kvBytesPerToken.value == 58'752);
-    CHECK(figureValue(*runner, "kv_buffer_bytes") == 58'752.0 * 163'840);
+    CHECK(testfixtures::engineFigure(*runner, "kv_buffer_bytes") == 58'752.0 * 163'840);
 }

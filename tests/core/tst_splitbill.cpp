@@ -3,6 +3,7 @@
 // plot per split show).
 #include "archfixtures.h"
 #include "fixtures.h"
+#include "planfigure.h"
 
 #include "headroom/core/launchflags.h"
 #include "headroom/core/offloadsweep.h"
@@ -42,15 +43,6 @@ PlanRequest splitRequest(const char* engine)
     return r;
 }
 
-double figureValue(const PlanResult& p, const std::string& name)
-{
-    for (const EngineFigure& f : p.engineFigures)
-        if (f.name == name)
-            return f.value;
-    FAIL("no figure " << name);
-    return 0;
-}
-
 } // namespace
 
 TEST_CASE("split bill: llama.cpp -ngl 20 of 33, each side from the printed buffers", "[splitbill][offload]")
@@ -69,9 +61,9 @@ TEST_CASE("split bill: llama.cpp -ngl 20 of 33, each side from the printed buffe
     CHECK(b.host[0].label == "weights (mapped file pages, mmap)");
     CHECK(b.host[0].note.find("CPU_Mapped model buffer size") != std::string::npos);
     // The host side is exactly the printed host buffers, and the verdict names that sum.
-    const double expected = figureValue(*p, "host_weights_bytes") + figureValue(*p, "host_kv_buffer_bytes")
-        + figureValue(*p, "host_split_compute_buffer_bytes") + figureValue(*p, "output_buffer_bytes")
-        + figureValue(*p, "host_repack_bytes");
+    const double expected = testfixtures::engineFigure(*p, "host_weights_bytes") + testfixtures::engineFigure(*p, "host_kv_buffer_bytes")
+        + testfixtures::engineFigure(*p, "host_split_compute_buffer_bytes") + testfixtures::engineFigure(*p, "output_buffer_bytes")
+        + testfixtures::engineFigure(*p, "host_repack_bytes");
     CHECK(static_cast<double>(b.hostBytes().value) == Approx(expected).margin(0.5));
     CHECK(hostMemoryBytes(*p) == b.hostBytes());
     CHECK(p->verdict.detail == "partial: 20/33 layers, " + formatBytes(b.hostBytes()) + " RAM");
@@ -80,11 +72,11 @@ TEST_CASE("split bill: llama.cpp -ngl 20 of 33, each side from the printed buffe
     REQUIRE(b.gpu.size() >= 3);
     CHECK(b.gpu.front().name == "gpu_weights_bytes");
     CHECK(b.gpu.back().name == "gpu_kv_buffer_bytes");
-    CHECK(b.gpu.front().bytes.value == static_cast<std::uint64_t>(figureValue(*p, "gpu_weights_bytes")));
+    CHECK(b.gpu.front().bytes.value == static_cast<std::uint64_t>(testfixtures::engineFigure(*p, "gpu_weights_bytes")));
     CHECK(b.gpuBytes() <= p->usableBytes);
     // -ngl 20 counts the output layer: 19 of the 32 repeating layers, and their KV, on the GPU.
     CHECK(static_cast<double>(b.gpu.back().bytes.value)
-          == Approx((figureValue(*p, "gpu_kv_buffer_bytes") + figureValue(*p, "host_kv_buffer_bytes")) * 19.0 / 32.0).epsilon(0.001));
+          == Approx((testfixtures::engineFigure(*p, "gpu_kv_buffer_bytes") + testfixtures::engineFigure(*p, "host_kv_buffer_bytes")) * 19.0 / 32.0).epsilon(0.001));
 }
 
 TEST_CASE("split capacity: a split's resident tokens, max context and launch point are its own cells", "[splitbill][offload]")
@@ -102,7 +94,7 @@ TEST_CASE("split capacity: a split's resident tokens, max context and launch poi
     REQUIRE(p->verdict.state == FitState::PartialOffload);
     const SplitBill b = splitBill(*p);
     CHECK(b.contextTokensPerSequence == 2048);
-    CHECK(b.contextTokensPerSequence == static_cast<std::uint64_t>(figureValue(*p, "offload_context_tokens")));
+    CHECK(b.contextTokensPerSequence == static_cast<std::uint64_t>(testfixtures::engineFigure(*p, "offload_context_tokens")));
     CHECK(b.sequences == 4);
     CHECK(b.residentTokens == 8192);
     CHECK(p->maxResidentTokens == 8192);
