@@ -24,7 +24,7 @@ check() { # COMMAND OUTPUT
     fi ;;
   *" plan "*"--json"*) grep -q '"verdict"' <<<"$out" || fail "$cmd: no verdict" "$out" ;;
   *" plan "*)
-    echo "$out" | grep -Eq '^  verdict +(fits|fits with less|partial offload|does not fit)$' || fail "$cmd: no verdict" "$out"
+    echo "$out" | grep -Eq '^  verdict +(fits|fits with less|partial offload|CPU only|does not fit)$' || fail "$cmd: no verdict" "$out"
     case "$cmd" in
     *"--offload "*)
       n=$(sed -E 's/.*--offload ([0-9]+).*/\1/' <<<"$cmd")
