@@ -122,6 +122,7 @@ void DetailPanel::showNoPlan(const QString& why)
     m_layers->setUnavailable(QStringLiteral("GPU layers: no plan"));
     m_splitSpeed->clear(why);
     m_request.reset();
+    m_stepRequest.reset();
     m_bill->clear();
     m_engines->clear();
     m_probes->clearPlan();
@@ -161,12 +162,16 @@ void DetailPanel::setCell(const Catalog& catalog, const Selection& selection, co
     m_context = context;
     auto request = requestFor(catalog, selection, modelId, formatId, cardId);
     m_request.reset();
-    if (request)
+    m_stepRequest.reset();
+    if (request) {
         m_request = *request;
+        m_stepRequest = keepFitPlacement(*request, p);
+    }
     showPlan(p);
-    // The slider and the speed per split: every -ngl the engine accepts, each planned by core.
+    // The slider and the speed per split: every -ngl the engine accepts, each planned by core with
+    // the experts --fit placed for this plan kept where it put them (offloadsweep.h keepFitPlacement).
     const std::uint32_t total = request ? offloadLayerCount(*request) : 0;
-    const auto steps = total > 0 ? offloadSweep(*request) : tl::expected<std::vector<OffloadStep>, std::string>{};
+    const auto steps = total > 0 ? offloadSweep(*m_stepRequest) : tl::expected<std::vector<OffloadStep>, std::string>{};
     if (total == 0 || !steps) {
         const QString why = !steps ? QString::fromStdString(steps.error())
                                    : QStringLiteral("GPU layers: %1 keeps every layer on the GPU (no layer offload)")
@@ -213,7 +218,9 @@ void DetailPanel::chooseGpuLayers(std::optional<std::uint32_t> gpuLayers)
 {
     if (!m_request)
         return;
-    PlanRequest r = *m_request;
+    // A layer count set: the sweep's request (the fit's expert placement kept), so the summary and
+    // the plot's point are one plan; none: the engine's own placement again.
+    PlanRequest r = gpuLayers && m_stepRequest ? *m_stepRequest : *m_request;
     r.gpuLayers = gpuLayers;
     auto plan = makePlan(r);
     if (!plan) {

@@ -60,6 +60,9 @@ private:
 
     std::optional<PlanResult> m_plan;
     std::optional<PlanRequest> m_request; ///< the cell's request, re-planned by the GPU-layers slider
+    /// m_request with the chosen plan's --fit expert placement kept (keepFitPlacement): what the
+    /// speed per split and a layer count on the slider plan
+    std::optional<PlanRequest> m_stepRequest;
     std::uint64_t m_users = 0;
     std::uint64_t m_context = 0;
     QLabel* m_title = nullptr;

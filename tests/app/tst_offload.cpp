@@ -225,6 +225,57 @@ TEST_CASE("offload: the slider re-plans through core: CPU only, too large, and b
     CHECK_FALSE(panel.gpuLayers()->chosen());
 }
 
+TEST_CASE("offload: a MoE --fit split keeps its experts in host memory at every point of the speed per split",
+          "[offload][moe]")
+{
+    // Review issue 11 (S1): qwen3-30b-a3b q4_k does not fit an 8 GB card whole; --fit keeps every
+    // layer on the GPU with routed experts in host memory (-ngl N -ot ...=CPU). The sweep re-planned
+    // each -ngl N without those -ot, so the chosen split itself read "does not load" and had no mark.
+    const Catalog catalog = test::catalog();
+    const Selection s = offloadSelection("qwen3-30b-a3b", "q4_k", "rtx-4060");
+    DetailPanel panel(std::make_shared<test::FakeProbeBackend>());
+    panel.setCell(catalog, s, s.modelId, s.formatId, s.cardIds.front());
+    REQUIRE(panel.plan());
+    const PlanResult chosen = *panel.plan();
+    REQUIRE(chosen.verdict.loads());
+    REQUIRE(chosen.speed);
+    const SplitBill split = splitBill(chosen);
+    REQUIRE(split.totalLayers == 49);
+    // --fit moved experts to the host: its overrides are a figure of the plan.
+    bool overrides = false;
+    for (const EngineFigure& f : chosen.engineFigures)
+        overrides = overrides || (f.name == "fit_tensor_overrides" && f.printed.rfind("-ot ", 0) == 0);
+    REQUIRE(overrides);
+
+    SplitSpeedChart* chart = panel.splitSpeed();
+    REQUIRE(chart->steps().size() == 50);
+    const OffloadStep& at = chart->steps().at(split.gpuLayers);
+    CHECK(at.gpuLayers == split.gpuLayers);
+    CHECK(at.state == chosen.verdict.state);
+    CHECK(at.state != FitState::DoesNotFit);
+    CHECK(at.placement == placementOf(chosen));
+    CHECK(at.hostBytes == hostMemoryBytes(chosen));
+    CHECK(at.decodeTokensPerSecond == Approx(chosen.speed->decodeTokensPerSecond).epsilon(1e-9));
+    // The chosen point is marked, at the header's tokens/s.
+    REQUIRE(chart->shownMark()->count() == 1);
+    CHECK(chart->shownMark()->at(0).x() == split.gpuLayers);
+    CHECK(chart->shownMark()->at(0).y() == Approx(chosen.speed->decodeTokensPerSecond).epsilon(1e-9));
+    CHECK(chart->caption()->text().contains(QStringLiteral("%1 tokens/s").arg(chosen.speed->decodeTokensPerSecond, 0, 'f', 1)));
+    // Every -ngl with the experts kept on the host loads on the 8 GB card (the experts are the bulk).
+    for (const OffloadStep& step : chart->steps())
+        CHECK(step.state != FitState::DoesNotFit);
+
+    // A layer count on the slider plans the sweep's request: the summary is the plot's point.
+    const std::uint32_t fewer = split.gpuLayers - 10;
+    panel.gpuLayers()->slider()->setValue(static_cast<int>(fewer));
+    REQUIRE(panel.plan());
+    REQUIRE(panel.plan()->speed);
+    CHECK(panel.plan()->verdict.state == chart->steps().at(fewer).state);
+    CHECK(panel.plan()->speed->decodeTokensPerSecond == Approx(chart->steps().at(fewer).decodeTokensPerSecond).epsilon(1e-9));
+    REQUIRE(chart->shownMark()->count() == 1);
+    CHECK(chart->shownMark()->at(0).x() == fewer);
+}
+
 TEST_CASE("offload: a model that fits is full GPU, no host row, the slider at every layer", "[offload]")
 {
     const Catalog catalog = test::catalog();

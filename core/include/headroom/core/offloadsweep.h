@@ -33,6 +33,17 @@ struct OffloadStep {
 /// architecture; 0 when the engine keeps every layer on the GPU.
 std::uint32_t offloadLayerCount(const PlanRequest& request);
 
+/// @p request with the expert placement llama.cpp --fit chose in @p chosen kept for an -ngl the
+/// user sets: --fit moves tensors only while -ngl, -ts and -ot are unset ("n_gpu_layers already set
+/// by user to N, abort", common/fit.cpp common_params_fit_impl, llama.cpp v0.4.0; llamacppfit.h
+/// step 3), so `-ngl N` alone loads every routed expert of the offloaded layers on the GPU. The
+/// chosen plan launches as `-ngl N -ot <the fit's overrides>` (launchflags.cpp, the
+/// fit_tensor_overrides figure), so each step keeps those overrides as the override-tensor setting
+/// (-ot: the named FFN tensors stay in host memory or on the next GPU at any -ngl). @p request as
+/// it is when --fit placed no override or the user gave -ot. offloadSweep of the result: its step at
+/// the chosen plan's -ngl is the chosen plan's launch (the same state and decode speed).
+PlanRequest keepFitPlacement(const PlanRequest& request, const PlanResult& chosen);
+
 /// @p request planned with gpuLayers = 0, 1, ..., offloadLayerCount(request) (an empty list when
 /// that is 0). Errors as makePlan's, naming the layer count.
 tl::expected<std::vector<OffloadStep>, std::string> offloadSweep(const PlanRequest& request);
