@@ -222,6 +222,7 @@ tl::expected<std::vector<PlanRequest>, std::string> buildRequests(const PlanOpti
                     r.hostMemoryBytes = *parseSize(o.hostRam);
                 if (!o.hostBandwidth.empty())
                     r.hostBandwidthGBps = *parseHostBandwidth(o.hostBandwidth);
+                r.layerOffloadAsked = !o.offload.empty();
                 if (o.offload == "none")
                     r.gpuLayers = 0;
                 else if (!o.offload.empty() && o.offload != "auto")

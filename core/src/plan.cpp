@@ -133,6 +133,8 @@ public:
                                           + std::to_string(m_arch.layers + 1 - *m_r.gpuLayers)
                                           + " layers in host memory); llama.cpp and Ollama can split the layers"});
         applyBill(engine);
+        if (m_r.layerOffloadAsked && !engine.offloadsLayers())
+            noteNoLayerOffload(engine);
         computeCapacity();
         if (!m_r.measured.source.empty())
             m_out.notes.push_back(m_r.measured.source);
@@ -314,6 +316,22 @@ private:
             m_out.weightsBytes = saturatingSub(m_out.weightsBytes, m_offloadedBytes);
         }
         m_weightsFit = m_out.weightsBytes + totalBytes(m_out.overheads) <= m_out.usableBytes;
+    }
+
+    // --offload typed for an engine that keeps every layer on the GPU: say that it is not applied,
+    // and what the engine offers instead (Engine::weightOffloadHint) with the plan's own shortfall.
+    void noteNoLayerOffload(const Engine& engine)
+    {
+        const std::string asked = !m_r.gpuLayers ? std::string("auto")
+                                  : *m_r.gpuLayers == 0 ? std::string("none")
+                                                        : std::to_string(*m_r.gpuLayers);
+        std::string note = m_r.engine.name + " keeps every layer on the GPU and has no layer offload: --offload " + asked
+                         + " is not applied";
+        const Bytes shortfall = saturatingSub(m_out.weightsBytes + totalBytes(m_out.overheads), m_out.usableBytes);
+        const EngineInputs in{m_r, m_arch, m_settings, m_setup, m_out.weightsBytes, m_out.kv, m_out.kvBytesPerToken};
+        if (const std::string hint = engine.weightOffloadHint(in, shortfall); !hint.empty())
+            note += "; " + hint;
+        m_out.notes.push_back(std::move(note));
     }
 
     const EngineFigure* ownFigure(const char* name) const

@@ -69,3 +69,15 @@ add_test(NAME cli_flags_override_tensor COMMAND ${_cli} flags -m qwen3-30b-a3b -
 set_tests_properties(cli_flags_override_tensor PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION " -ngl 49 -ot exps=CPU ")
 add_test(NAME cli_error_override_tensor COMMAND sh -c "${_cli} plan -m qwen3-30b-a3b -w q4_k -c rtx-4060 --engine llama.cpp --set ot=exps=GPU 2>&1; echo \"exit code $?\"")
 set_tests_properties(cli_error_override_tensor PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "override-tensor: unknown buffer type \"GPU\" in \"exps=GPU\": expected CPU or CUDA<N>\nexit code 1")
+
+# --offload for an engine that keeps every layer on the GPU (issue 11, review S2): a note says it is
+# not applied; vLLM's names --cpu-offload-gb and the whole GiB of the plan's shortfall (weights
+# 17.89 GiB + overheads against the usable 14.01 GiB: 4.72 GiB short). Figures:
+# tests/core/tst_offload_unsupported.cpp.
+add_test(NAME cli_plan_offload_unsupported_tgi COMMAND ${_cli} plan -m qwen2.5-32b -w int4-g128 -c rtx-4060-ti-16gb --engine tgi --offload 20)
+set_tests_properties(cli_plan_offload_unsupported_tgi PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "note: Text Generation Inference keeps every layer on the GPU and has no layer offload: --offload 20 is not applied\n"
+  FAIL_REGULAR_EXPRESSION "cpu-offload-gb")
+add_test(NAME cli_plan_offload_vllm_hint COMMAND ${_cli} plan -m qwen2.5-32b -w int4-g128 -c rtx-4060-ti-16gb --engine vllm --offload auto)
+set_tests_properties(cli_plan_offload_vllm_hint PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "note: vLLM keeps every layer on the GPU and has no layer offload: --offload auto is not applied; vLLM's offload is --cpu-offload-gb \\(weights in pinned host memory, per GPU: --set cpu-offload-gb=N, which Headroom models\\); the weights are 4\\.7[0-9] GiB short: --set cpu-offload-gb=5 would make them fit")

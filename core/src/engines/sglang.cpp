@@ -144,6 +144,15 @@ public:
     const std::vector<SettingSpec>& settings() const override { return sglangSettings(); }
     /// SGLang loads a draft through --speculative-draft-model-path into a KV pool of its own
     /// (python/sglang/srt/speculative/), sized by rules Headroom does not model yet.
+    /// No layer split. SGLang's own weight offload is --cpu-offload-gb (python/sglang/srt/server_args.py
+    /// ServerArgs.cpu_offload_gb, "How many GBs of RAM to reserve for CPU offloading.", default 0,
+    /// in the Offloading section next to offload_group_size; sgl-project/sglang main, read
+    /// 2026-12-02), which Headroom does not price yet.
+    std::string weightOffloadHint(const EngineInputs& /*in*/, Bytes /*shortfall*/) const override
+    {
+        return "SGLang's own offload is --cpu-offload-gb (weights in host memory, python/sglang/srt/server_args.py), "
+               "which Headroom does not model yet";
+    }
     DraftSupport draftSupport() const override
     {
         return {{}, "runs a draft model (--speculative-draft-model-path) in a KV pool of its own, which is not modelled", false};

@@ -384,6 +384,29 @@ public:
     /// (vllm/config/speculative.py SpeculativeConfig), in the same KV cache dtype.
     DraftSupport draftSupport() const override { return {"--speculative-config", {}, false}; }
 
+    /// No layer split: vLLM's offload is --cpu-offload-gb (billCpuOffload). When the weights miss
+    /// the card by @p shortfall, the whole GiB that covers it, checked by the same walk the bill
+    /// prices (vllm::cpuOffload on the busiest rank's stage): the walk moves whole parameters
+    /// until the cap is reached, so it moves at least the cap unless the decoder layers run out.
+    std::string weightOffloadHint(const EngineInputs& in, Bytes shortfall) const override
+    {
+        std::string hint = "vLLM's offload is --cpu-offload-gb (weights in pinned host memory, per GPU: "
+                           "--set cpu-offload-gb=N, which Headroom models)";
+        const std::string version = appliedEngineVersion(in.request.engine);
+        std::string why;
+        if (shortfall.value == 0 || in.settings.number("cpu-offload-gb").value_or(0) > 0
+            || compareVersions(version, "0.5.2") < 0 || !offloadApplied(version, in.arch, why))
+            return hint;
+        const std::uint64_t neededGib = ceilDiv(shortfall.value, kGiB);
+        const std::uint32_t stage = static_cast<std::uint32_t>(ceilDiv(in.arch.layers, std::max<std::uint32_t>(in.setup.pipelineParallel, 1)));
+        const vllm::CpuOffload off = vllm::cpuOffload(in.arch, in.request.format, in.setup.tensorParallel, stage, Bytes{neededGib * kGiB});
+        if (off.offloadedBytes < shortfall)
+            return hint + "; the weights are " + gib(shortfall) + " short and all " + gib(off.layerBytes)
+                 + " of decoder layers on this GPU would not cover it (embeddings and lm_head never leave it)";
+        return hint + "; the weights are " + gib(shortfall) + " short: --set cpu-offload-gb=" + std::to_string(neededGib)
+             + " would make them fit";
+    }
+
     tl::expected<EngineSetup, std::string> configure(const PlanRequest& r, EngineSettings& s) const override
     {
         const Architecture& arch = *r.model.architecture;

@@ -76,6 +76,10 @@ struct PlanRequest {
     /// llama.cpp's -ngl counts them (output layer included). Engines that keep every layer on the GPU
     /// refuse a value below the model's layers + 1 (Engine::offloadsLayers).
     std::optional<std::uint32_t> gpuLayers;
+    /// Whether `--offload` was typed at all (auto, none or N): an engine without a layer split
+    /// (Engine::offloadsLayers false) then says in a note that it does not apply it, and names its
+    /// own offload where it has one (Engine::weightOffloadHint).
+    bool layerOffloadAsked = false;
     /// Host memory the plan may use (`--host-ram SIZE`: RAM free for the engine, after the OS and the
     /// desktop): what a split keeps in host memory must fit in it (FitLimit::HostMemory); absent:
     /// not checked.

@@ -117,6 +117,11 @@ public:
     /// Whether it can keep some layers in host memory (llama.cpp -ngl, Ollama num_gpu); an engine
     /// that cannot refuses PlanRequest::gpuLayers below all layers, saying so.
     virtual bool offloadsLayers() const { return false; }
+    /// For an engine without a layer split that was asked for one (PlanRequest::layerOffloadAsked):
+    /// its own offload of the weights to host memory, and how much of it would make them fit when
+    /// they do not (@p shortfall: weights + overheads beyond the usable memory, 0 when they fit);
+    /// empty: it has none (TGI, TensorRT-LLM), the plan's note then says only that.
+    virtual std::string weightOffloadHint(const EngineInputs& /*in*/, Bytes /*shortfall*/) const { return {}; }
     /// Whether Headroom plans it with no GPU at all (the host-only card "cpu", Card::hostOnly):
     /// llama.cpp's CPU backend. The others refuse such a plan (FitLimit::EngineNeedsGpu), saying so.
     virtual bool runsOnHost() const { return false; }
