@@ -1,6 +1,7 @@
 #pragma once
 // The speed plot per split of the detail view: decode tokens/s of one sequence against the layers
-// on the GPU (-ngl 0 .. n_layer + 1), each point core's plan of that --offload N (offloadsweep.h:
+// on the GPU (-ngl 0 .. n_layer + 1), each point core's plan of that --offload N with the shown plan's --fit
+// expert overrides kept (offloadsweep.h keepFitPlacement;
 // speed/splitspeed.h's step, host layers at the host's bandwidth, GPU layers at the card's). Steps
 // that do not load are left out and named in the title; the split on show is marked.
 

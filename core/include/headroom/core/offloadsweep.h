@@ -5,7 +5,10 @@
 /// host memory and decode speed of each split, as gguf-parser prints VRAM and RAM per offload
 /// step and LM Studio's layers slider shows them. Each step is a whole makePlan() of the request
 /// with --offload N (its verdict and speed/splitspeed.h's decode step), so a face that shows a
-/// step shows the same numbers as `headroom-cli plan --offload N`.
+/// step shows the same numbers as `headroom-cli plan --offload N` with the same settings. When the
+/// plan shown was placed by llama.cpp's --fit, the faces sweep keepFitPlacement()'s request: the
+/// fit's -ot overrides kept at every N (an -ngl given stops --fit, common/fit.cpp), so the step at
+/// the chosen count is the chosen plan.
 
 #include "headroom/core/plan.h"
 #include "headroom/core/verdict.h"
