@@ -136,6 +136,9 @@ nlohmann::json planJsonObject(const PlanResult& p)
     j["fits"] = p.fits;
     j["reason"] = p.reason;
     j["verdict"] = verdictJsonObject(p.verdict);
+    // The verdict in words (verdict.h verdictLabel: "CPU only" for a split with no GPU layer, where
+    // the state id stays "partial_offload"), so the reports print core's words.
+    j["verdict"]["label"] = verdictLabel(p);
     if (!p.refusals.empty()) {
         nlohmann::json refusals = nlohmann::json::array();
         for (const EngineRefusal& r : p.refusals)

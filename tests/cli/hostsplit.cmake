@@ -60,6 +60,12 @@ set_tests_properties(cli_flags_host_experts_gpu_over PROPERTIES LABELS cli PASS_
 add_test(NAME cli_report_cpu COMMAND ${_cli} report -m qwen2.5-7b -w q4_k_m -c cpu --engine llama.cpp -f md)
 set_tests_properties(cli_report_cpu PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "8,192 \\(CPU only: 9\\.32 GiB RAM\\).*\nCPU only: no GPU, all 29 layers on the host, 9\\.32 GiB in host memory\n\n\\*\\*Host side: no GPU, all 29 layers on the CPU\\*\\*")
+# Its memory row says "no GPU" (no 0 B card, weights or KV budget) and its verdict row core's
+# "CPU only" (verdict.h verdictLabel, the JSON verdict's label), not the state id "partial offload".
+add_test(NAME cli_report_cpu_rows COMMAND ${_cli} report -m qwen2.5-7b -w q4_k_m -c cpu --engine llama.cpp -f md)
+set_tests_properties(cli_report_cpu_rows PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "\\| Qwen2\\.5-7B · q4_k_m · cpu \\| no GPU \\| - \\| - \\| - \\| - \\| 9\\.32 GiB \\|.*\\| verdict \\| CPU only \\|"
+  FAIL_REGULAR_EXPRESSION "verdict \\| partial offload")
 # -ot/--override-tensor (src/llama-model.cpp tensor_buft_overrides): "exps=CPU" keeps every routed
 # expert on the host, as --n-cpu-moe 48 does; flags passes it on; a bad buffer type is an error.
 add_test(NAME cli_plan_override_tensor COMMAND ${_cli} plan -m qwen3-30b-a3b -w q4_k -c rtx-4060 --engine llama.cpp --offload 99 --set ot=exps=CPU)

@@ -452,7 +452,8 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
     c.segmentNames = {"weights", "runtime and activations", "KV cache budget", "kept free by the engine"};
     for (const json* pp : memoryChartPlans(doc, detailed, c.title)) {
         const json& p = *pp;
-        if (cannotRun(p))
+        // A host-only plan (the card "cpu") has no device to draw: its bill is the host's, in the table.
+        if (cannotRun(p) || p.value("host_only", false))
             continue;
         const double gib = static_cast<double>(kGiB);
         const CardShare share = cardShare(p);
@@ -491,8 +492,12 @@ Section memorySection(const json& doc, const std::vector<const json*>& detailed)
             continue;
         }
         const CardShare share = cardShare(p);
-        std::vector<std::string> row{planLabel(p), bytesText(p["card_total_bytes"].get<std::uint64_t>()), bytesText(share.weights),
-                                     bytesText(share.overheads), bytesText(share.kv), bytesText(sumItems(p["reserved"]))};
+        // No GPU (the card "cpu"): no card total, device weights, runtime or KV budget to print as 0 B.
+        const bool hostOnly = p.value("host_only", false);
+        const auto deviceText = [&](std::uint64_t b) { return hostOnly ? std::string(kDash) : bytesText(b); };
+        std::vector<std::string> row{planLabel(p), hostOnly ? std::string("no GPU") : bytesText(p["card_total_bytes"].get<std::uint64_t>()),
+                                     deviceText(share.weights), deviceText(share.overheads), deviceText(share.kv),
+                                     deviceText(sumItems(p["reserved"]))};
         if (anySplit)
             row.push_back(p.contains("split_bill") ? bytesText(p["split_bill"]["host_bytes"].get<std::uint64_t>()) : std::string(kDash));
         addRow(t, row);
@@ -812,9 +817,12 @@ Section planSection(const json& p)
     if (p.contains("verdict")) {
         const json& v = p["verdict"];
         const CellStatus st = verdictStatus(p);
-        // The state as core words it (verdict.h fitStateLabel: "partial offload" for a split).
+        // The verdict as core words it (verdict.h verdictLabel: "partial offload" for a split, "CPU
+        // only" for one with no GPU layer); a report written before the label has the state id.
         std::string state = v["state"].get<std::string>();
         std::replace(state.begin(), state.end(), '_', ' ');
+        if (v.contains("label") && v["label"].is_string())
+            state = v["label"].get<std::string>();
         addRow(cap, {"verdict", state}, {CellStatus::Plain, st});
         if (v["limit"].get<std::string>() != "none")
             addRow(cap, {st == CellStatus::Fail ? "why" : "binding limit", v["detail"].get<std::string>()});
